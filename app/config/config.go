@@ -1,0 +1,148 @@
+// Package config is the gateway's configuration: one struct filled from `smg launch` flags
+// and SMG_* environment variables, with SMG's defaults (smg-spec.md §8, the seed's
+// "Configuration"). Validate reports the first bad value naming its flag.
+package config
+
+import "time"
+
+// PrefillSpec is one `--prefill <url> [bootstrap_port|none]` value.
+type PrefillSpec struct {
+	URL string
+	// BootstrapPort is nil for "none" or when the port was omitted.
+	BootstrapPort *int
+}
+
+// Config holds every setting of `smg launch`. Durations are time.Duration; the flags take
+// seconds or milliseconds as their names say.
+type Config struct {
+	// Server
+	Host string // --host, default "0.0.0.0"
+	Port int    // --port, default 30000; the PORT env var overrides it (Cloud Run)
+
+	// PD mode and workers
+	PDDisaggregation bool          // --pd-disaggregation
+	Prefill          []PrefillSpec // --prefill <url> [port|none], repeatable
+	Decode           []string      // --decode <url>, repeatable
+	WorkerURLs       []string      // --worker-urls (regular mode)
+	DPAware          bool          // --dp-aware
+	ModelPath        string        // --model-path (gRPC tokenizer)
+	TokenizerPath    string        // --tokenizer-path
+
+	// Policies
+	Policy        string // --policy, default "cache_aware"
+	PrefillPolicy string // --prefill-policy, "" = Policy
+	DecodePolicy  string // --decode-policy, "" = Policy
+	PairingMode   string // --pd-pairing-mode off|lenient|strict, default "lenient"
+
+	// Policy tuning (smg-spec.md §8.2)
+	CacheThreshold             float64 // --cache-threshold, 0.3
+	BalanceAbsThreshold        int     // --balance-abs-threshold, 64
+	BalanceRelThreshold        float64 // --balance-rel-threshold, 1.5
+	EvictionIntervalSecs       int     // --eviction-interval, 120
+	MaxTreeSize                int     // --max-tree-size, 67108864
+	PrefixTokenCount           int     // --prefix-token-count, 256
+	PrefixHashLoadFactor       float64 // --prefix-hash-load-factor, 1.25
+	MaxIdleSecs                int     // --max-idle-secs, 14400 (manual policy sticky keys)
+	LeastLoadKVPressureWeight  float64 // --least-load-kv-pressure-weight, 0.15
+	LeastLoadDefaultThroughput float64 // --least-load-default-throughput, 2000
+	LeastLoadMeanPrefillTokens int     // --least-load-mean-prefill-tokens, 1024
+	LeastLoadMaxWaitingReqs    int     // --least-load-max-waiting-requests, 0
+	RoutingKeyHeaders          []string
+
+	// Admission (seed "Decode Admission Window")
+	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
+	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+
+	// Retries and circuit breaker (smg-spec.md §8.3)
+	RetryMaxRetries       int           // --retry-max-retries, 5 (total attempts)
+	RetryInitialBackoffMS int           // --retry-initial-backoff-ms, 50
+	RetryMaxBackoffMS     int           // --retry-max-backoff-ms, 30000
+	RetryBackoffMult      float64       // --retry-backoff-multiplier, 1.5
+	RetryJitterFactor     float64       // --retry-jitter-factor, 0.2
+	DisableRetries        bool          // --disable-retries
+	CBFailureThreshold    int           // --cb-failure-threshold, 10
+	CBSuccessThreshold    int           // --cb-success-threshold, 3
+	CBTimeout             time.Duration // --cb-timeout-duration-secs, 60s
+	DisableCircuitBreaker bool          // --disable-circuit-breaker
+
+	// Health (smg-spec.md §8.3)
+	HealthFailureThreshold int           // --health-failure-threshold, 3
+	HealthSuccessThreshold int           // --health-success-threshold, 2
+	HealthCheckTimeout     time.Duration // --health-check-timeout-secs, 5s
+	HealthCheckInterval    time.Duration // --health-check-interval-secs, 60s
+	HealthCheckEndpoint    string        // --health-check-endpoint, "/health"
+	DisableHealthCheck     bool          // --disable-health-check
+
+	// Timeouts (smg-spec.md §8.4)
+	RequestTimeout      time.Duration // --request-timeout-secs, 1800s
+	ConnectTimeout      time.Duration // --connect-timeout-secs, 10s
+	FirstByteTimeout    time.Duration // --first-byte-timeout-secs, 0 = bounded by RequestTimeout only
+	ShutdownGracePeriod time.Duration // --shutdown-grace-period-secs, 180s
+	MaxPayloadSize      int64         // --max-payload-size, 512 MiB
+
+	// Observability
+	PrometheusHost string // --prometheus-host, "0.0.0.0"
+	PrometheusPort int    // --prometheus-port, 29000; 0 = serve /metrics on the main port
+	LogLevel       string // --log-level, "info"
+	LogJSON        bool   // --log-json, default true
+}
+
+// Default returns SMG's defaults.
+func Default() Config {
+	return Config{
+		Host:                       "0.0.0.0",
+		Port:                       30000,
+		Policy:                     "cache_aware",
+		PairingMode:                "lenient",
+		CacheThreshold:             0.3,
+		BalanceAbsThreshold:        64,
+		BalanceRelThreshold:        1.5,
+		EvictionIntervalSecs:       120,
+		MaxTreeSize:                67108864,
+		PrefixTokenCount:           256,
+		PrefixHashLoadFactor:       1.25,
+		MaxIdleSecs:                14400,
+		LeastLoadKVPressureWeight:  0.15,
+		LeastLoadDefaultThroughput: 2000,
+		LeastLoadMeanPrefillTokens: 1024,
+		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
+		PDAdmissionWait:            30 * time.Second,
+		RetryMaxRetries:            5,
+		RetryInitialBackoffMS:      50,
+		RetryMaxBackoffMS:          30000,
+		RetryBackoffMult:           1.5,
+		RetryJitterFactor:          0.2,
+		CBFailureThreshold:         10,
+		CBSuccessThreshold:         3,
+		CBTimeout:                  60 * time.Second,
+		HealthFailureThreshold:     3,
+		HealthSuccessThreshold:     2,
+		HealthCheckTimeout:         5 * time.Second,
+		HealthCheckInterval:        60 * time.Second,
+		HealthCheckEndpoint:        "/health",
+		RequestTimeout:             1800 * time.Second,
+		ConnectTimeout:             10 * time.Second,
+		ShutdownGracePeriod:        180 * time.Second,
+		MaxPayloadSize:             512 << 20,
+		PrometheusHost:             "0.0.0.0",
+		PrometheusPort:             29000,
+		LogLevel:                   "info",
+		LogJSON:                    true,
+	}
+}
+
+// PrefillPolicyName is the prefill leg's policy: --prefill-policy, else --policy.
+func (c Config) PrefillPolicyName() string {
+	if c.PrefillPolicy != "" {
+		return c.PrefillPolicy
+	}
+	return c.Policy
+}
+
+// DecodePolicyName is the decode leg's policy: --decode-policy, else --policy.
+func (c Config) DecodePolicyName() string {
+	if c.DecodePolicy != "" {
+		return c.DecodePolicy
+	}
+	return c.Policy
+}

@@ -1,0 +1,82 @@
+// Package errs is the gateway's error catalogue. The domain and the use cases return *Error
+// values; exactly one place at the HTTP edge turns them into a response with the seed's body
+// shape {"error":{"type","code","message","param":null}} and the X-SMG-Error-Code header
+// (seed "Error Codes"; smg-spec.md §6.1).
+package errs
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/smg-go/smg/domain/wire"
+)
+
+// Error is a client-visible gateway error: an HTTP status (an int, so the domain needs no
+// net/http), a stable code, and a human message.
+type Error struct {
+	// Status is the HTTP status to answer with.
+	Status int
+	// Code is the stable machine-readable code (wire.Code*).
+	Code string
+	// Message is the human-readable explanation.
+	Message string
+	// Retryable marks whether the gateway itself may retry the attempt that produced it
+	// (smg-spec.md §6.7). Sheds are never retryable.
+	Retryable bool
+	// RetryAfterSecs, when > 0, is sent as a Retry-After header (sheds).
+	RetryAfterSecs int
+	// Leg is "prefill", "decode" or "" when the error is not tied to one leg.
+	Leg string
+}
+
+// Error implements error: "<code>: <message>".
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// New builds an *Error with a formatted message.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// As returns the *Error inside err, if any.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// NoAvailableWorkers is the 503 for a leg without an available worker (seed "Error Codes":
+// over HTTP the message names the leg).
+func NoAvailableWorkers(leg string) *Error {
+	return &Error{Status: 503, Code: wire.CodeNoAvailableWorkers, Leg: leg, Retryable: true,
+		Message: fmt.Sprintf("No available %s workers (all unhealthy or circuits open). Please check if %s servers are configured and healthy.", leg, leg)}
+}
+
+// ModelNotFound is the 404 for a model no registered worker serves (smg-spec.md §6.1).
+func ModelNotFound(model string) *Error {
+	return &Error{Status: 404, Code: wire.CodeModelNotFound,
+		Message: fmt.Sprintf("No worker available for model '%s'", model)}
+}
+
+// BadRequest is a 400 with code invalid_request.
+func BadRequest(format string, args ...any) *Error {
+	return New(400, wire.CodeInvalidRequest, format, args...)
+}
+
+// ReasonPhrase returns the canonical HTTP reason phrase of status, used as the error body's
+// "type" (smg-spec.md §6.1). Unknown statuses give "Unknown Status Code".
+func ReasonPhrase(status int) string {
+	if s, ok := phrases[status]; ok {
+		return s
+	}
+	return "Unknown Status Code"
+}
+
+var phrases = map[int]string{
+	400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+	405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Payload Too Large",
+	415: "Unsupported Media Type", 422: "Unprocessable Entity", 429: "Too Many Requests",
+	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
+	503: "Service Unavailable", 504: "Gateway Timeout",
+}

@@ -1,0 +1,114 @@
+// Package wire holds every name that crosses a wire or a public contract: JSON fields the
+// engines read, header names, worker label names, connector names and the gateway's error
+// codes. Keeping them in one place means a rename is one edit and a grep finds every use.
+//
+// Sources: the seed (shared/seeds/000_b8ffe1c1d5752e9e.txt, sections "Parallel Dispatch",
+// "Connector Modes", "Error Codes"), shared/reference/engines.md §2–§3 and
+// shared/reference/smg-spec.md §2, §3, §6.
+package wire
+
+// SGLang bootstrap rendezvous fields, injected into the JSON body of both legs
+// (engines.md §2.1; SGLang io_struct.GenerateReqInput). Scalars for one prompt, equal-length
+// lists for a batch.
+const (
+	FieldBootstrapHost = "bootstrap_host" // string: the prefill URL's host
+	FieldBootstrapPort = "bootstrap_port" // int or null: the prefill's registered bootstrap port
+	FieldBootstrapRoom = "bootstrap_room" // int in [0, 2^63-1]
+)
+
+// DP-rank fields for --dp-aware SGLang legs (smg-spec.md §2.5.3).
+const (
+	FieldRoutedDPRank        = "routed_dp_rank"         // rank of the worker that receives the leg
+	FieldDisaggPrefillDPRank = "disagg_prefill_dp_rank" // on the decode leg: the prefill's rank
+)
+
+// vLLM KV handoff fields (engines.md §3.1; seed "Connector Modes").
+const (
+	FieldKVTransferParams    = "kv_transfer_params"
+	KVDoRemoteDecode         = "do_remote_decode"
+	KVDoRemotePrefill        = "do_remote_prefill"
+	KVTransferID             = "transfer_id"
+	KVRemoteEngineID         = "remote_engine_id"
+	KVRemoteBootstrapAddr    = "remote_bootstrap_addr"
+	KVRemoteBlockIDs         = "remote_block_ids"
+	KVRemoteHost             = "remote_host"
+	KVRemotePort             = "remote_port"
+	KVRemoteRequestID        = "remote_request_id"
+	KVTPSize                 = "tp_size"
+	DefaultBootstrapPort     = 8998 // engine default bootstrap port (SGLang, vLLM Mooncake)
+	TransferIDPrefix         = "xfer-"
+	FieldSimFault            = "sim_fault" // smg-sim per-request fault injection (issue #2)
+	FieldStream              = "stream"
+	FieldStreamOptions       = "stream_options"
+	FieldN                   = "n"
+	FieldMinTokens           = "min_tokens"
+	FieldMaxTokens           = "max_tokens"
+	FieldMaxCompletionTokens = "max_completion_tokens"
+	FieldMaxOutputTokens     = "max_output_tokens"
+	FieldModel               = "model"
+)
+
+// vLLM KV connector names as registered (`kv_connector` of POST /workers) and the
+// `mode` label values of smg_pd_kv_connector_mode_total (seed "Monitoring").
+const (
+	ConnectorNixl     = "NixlConnector"
+	ConnectorMooncake = "MooncakeConnector"
+	ConnectorMoRIIO   = "MoRIIOConnector"
+
+	ModeNixl        = "nixl"
+	ModeMooncake    = "mooncake"
+	ModeMoRIIO      = "moriio"
+	ModePassthrough = "passthrough"
+)
+
+// Worker label names with a meaning to the gateway (seed "Prefill/Decode Pairing",
+// "MoRI-IO"; smg-spec.md §3.3).
+const (
+	LabelKVConnector        = "kv_connector"
+	LabelKVRole             = "kv_role"
+	LabelKVEngineID         = "kv_engine_id"
+	LabelBootstrapPort      = "bootstrap_port"
+	LabelPairingProtocol    = "pairing_protocol"
+	LabelTransferBackend    = "disaggregation_transfer_backend"
+	LabelKVCacheDtype       = "kv_cache_dtype"
+	LabelPageSize           = "page_size"
+	LabelBlockSize          = "block_size"
+	LabelAttentionBackend   = "attention_backend"
+	LabelModelDtype         = "model_dtype"
+	LabelVersion            = "version"
+	LabelMaxRunningRequests = "max_running_requests"
+	LabelDPSize             = "dp_size"
+	LabelTPSize             = "tp_size"
+	LabelMoRIIOMode         = "moriio_mode"
+)
+
+// HTTP header names.
+const (
+	HeaderRequestID    = "X-Request-Id"
+	HeaderErrorCode    = "X-SMG-Error-Code"
+	HeaderRoutedWorker = "X-Smg-Routed-Worker-Id"
+	HeaderRoutingKey   = "X-Smg-Routing-Key"
+	HeaderRetryAfter   = "Retry-After"
+)
+
+// Gateway error codes (seed "Error Codes"; smg-spec.md §6.4). The body shape is
+// {"error":{"type":<reason phrase>,"code":<code>,"message":<text>,"param":null}}.
+const (
+	CodeNoAvailableWorkers     = "no_available_workers"
+	CodeNoCompatiblePDPair     = "no_compatible_pd_pair"
+	CodeOverloadShed           = "worker_overload_protection_shed"
+	CodePrefillUpstreamError   = "prefill_upstream_error"
+	CodePrefillRequestFailed   = "prefill_request_failed"
+	CodePrefillReadFailed      = "prefill_read_failed"
+	CodeDecodeRequestFailed    = "decode_request_failed"
+	CodeMoRIIOPairMisconfig    = "moriio_pair_misconfigured"
+	CodeModelNotFound          = "model_not_found"
+	CodeInvalidRequest         = "invalid_request"
+	CodeJSONParseError         = "json_parse_error"
+	CodeNotSupported           = "not_supported"
+	CodeRequestTimeout         = "request_timeout"
+	CodeSerializationFailed    = "serialization_failed"
+	CodeReadResponseFailed     = "read_response_failed"
+	CodePDTransportFailed      = "PD disaggregation request failed" // literal, smg-spec.md §2.6
+	CodeMoRIIORouteUnsupported = "moriio_route_unsupported"
+)

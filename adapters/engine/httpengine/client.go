@@ -1,0 +1,94 @@
+// Package httpengine is the HTTP EngineClient: it POSTs PD legs to SGLang and vLLM workers
+// over one shared, tuned connection pool (smg-spec.md §2.5.4, §2.13).
+package httpengine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/smg-go/smg/ports"
+)
+
+// Options tunes the client. Zero values take the defaults noted on each field.
+type Options struct {
+	// ConnectTimeout bounds TCP connect to an engine (default 10 s, smg-spec.md §2.13).
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait for a response head after the body was written
+	// (0 = no bound beyond the request context).
+	FirstByteTimeout time.Duration
+	// IdleConnTimeout closes pooled connections idle this long (default 90 s).
+	IdleConnTimeout time.Duration
+	// MaxIdleConnsPerHost keeps this many idle connections per engine (default 512).
+	MaxIdleConnsPerHost int
+	// InjectHeaders, when set, adds trace context (W3C traceparent) to each leg's headers.
+	InjectHeaders func(ctx context.Context, h http.Header)
+}
+
+// Client implements ports.EngineClient with net/http.
+type Client struct {
+	hc     *http.Client
+	inject func(ctx context.Context, h http.Header)
+}
+
+var _ ports.EngineClient = (*Client)(nil)
+
+// New builds a Client with its own transport (keep-alive, no compression so SSE bytes are
+// relayed as the engine wrote them, no proxy from the environment: engines are direct peers).
+func New(o Options) *Client {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.IdleConnTimeout <= 0 {
+		o.IdleConnTimeout = 90 * time.Second
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = 512
+	}
+	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		DialContext:           d.DialContext,
+		MaxIdleConns:          0, // no global cap; per-host cap below
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       o.IdleConnTimeout,
+		ResponseHeaderTimeout: o.FirstByteTimeout,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+	return &Client{hc: &http.Client{Transport: tr}, inject: o.InjectHeaders}
+}
+
+// HTTPClient exposes the underlying client (for probes that should share the pool).
+func (c *Client) HTTPClient() *http.Client { return c.hc }
+
+// Send POSTs req.Body to req.Worker.BaseURL()+req.Path and returns when the response head
+// arrives. Content-Type is always application/json. A transport failure (refused, reset,
+// timeout before the head, context cancelled) returns a nil response and a non-nil error.
+// Cancelling ctx later aborts reading the body, which closes the connection so the engine
+// sees the leg abort.
+func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResponse, error) {
+	url := req.Worker.BaseURL() + req.Path
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, fmt.Errorf("build request to %s: %w", url, err)
+	}
+	for k, vs := range req.Header {
+		hr.Header[k] = vs
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.ContentLength = int64(len(req.Body))
+	if c.inject != nil {
+		c.inject(ctx, hr.Header)
+	}
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	return &ports.LegResponse{Status: resp.StatusCode, Header: resp.Header, Body: resp.Body}, nil
+}
+
+// CloseIdle closes idle pooled connections (on shutdown).
+func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }

@@ -1,0 +1,284 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// FlagError is a bad configuration value, named by the `smg launch` flag that sets it.
+// Error() is one line: `invalid value for --port: must be between 0 and 65535 (got 70000)`.
+type FlagError struct {
+	// Flag is the flag name with its leading dashes, e.g. "--port".
+	Flag string
+	// Reason says what is wrong and what is accepted.
+	Reason string
+}
+
+// Error implements error.
+func (e *FlagError) Error() string {
+	return "invalid value for " + e.Flag + ": " + e.Reason
+}
+
+// PolicyNames are the per-leg routing policies accepted by --policy, --prefill-policy and
+// --decode-policy (smg-spec.md §5.0, §8.1; the seed's "Per-Phase Policies").
+var PolicyNames = []string{
+	"random", "round_robin", "cache_aware", "power_of_two", "least_load",
+	"prefix_hash", "consistent_hashing", "manual", "bucket",
+}
+
+// PairingModes are the values of --pd-pairing-mode (seed "Pairing Modes").
+var PairingModes = []string{"off", "lenient", "strict"}
+
+// LogLevels are the values of --log-level.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// Validate checks every setting and returns the first problem as a *FlagError naming the
+// flag (nil when the configuration is usable). Rules: smg-spec.md §8.6 (URLs, bootstrap
+// ports 1..65535, retry/circuit-breaker ranges of §8.3), §5.3 (power_of_two needs ≥ 2
+// startup workers on its leg when any are listed), §5.6 (no bucket decode policy), the seed's
+// "Supported Engines" (no ipc:// prefill or decode workers). Port 0 is accepted and binds a
+// free port (tests); --prometheus-port 0 serves /metrics on the main port.
+func (c Config) Validate() error {
+	for _, check := range []func() error{
+		c.validateServer, c.validateWorkers, c.validatePolicies, c.validatePolicyTuning,
+		c.validateResilience, c.validateHealth, c.validateTimeouts, c.validateObservability,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bad(flag, format string, args ...any) error {
+	return &FlagError{Flag: flag, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (c Config) validateServer() error {
+	if strings.TrimSpace(c.Host) == "" {
+		return bad("--host", "must not be empty (e.g. 0.0.0.0 or 127.0.0.1)")
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return bad("--port", "must be between 0 and 65535 (got %d)", c.Port)
+	}
+	if c.RedisURL != "" {
+		u, err := url.Parse(c.RedisURL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+			return bad("--redis-url", "must be a redis://, rediss:// or unix:// URL (got %q)", c.RedisURL)
+		}
+	}
+	return nil
+}
+
+func (c Config) validateWorkers() error {
+	if !c.PDDisaggregation {
+		if len(c.Prefill) > 0 {
+			return bad("--prefill", "needs --pd-disaggregation")
+		}
+		if len(c.Decode) > 0 {
+			return bad("--decode", "needs --pd-disaggregation")
+		}
+	}
+	for _, p := range c.Prefill {
+		if err := validatePDWorkerURL("--prefill", p.URL); err != nil {
+			return err
+		}
+		if p.BootstrapPort != nil && (*p.BootstrapPort < 1 || *p.BootstrapPort > 65535) {
+			return bad("--prefill", "%s: bootstrap port must be between 1 and 65535 (got %d)", p.URL, *p.BootstrapPort)
+		}
+	}
+	for _, d := range c.Decode {
+		if err := validatePDWorkerURL("--decode", d); err != nil {
+			return err
+		}
+	}
+	for _, u := range c.WorkerURLs {
+		if _, err := worker.ValidateURL(u); err != nil {
+			return bad("--worker-urls", "%s", stripInvalidURL(err))
+		}
+	}
+	return nil
+}
+
+// validatePDWorkerURL checks a --prefill/--decode URL; ipc:// (ZMQ) workers cannot be PD legs
+// because the ZMQ wire carries no KV-transfer metadata (seed "Supported Engines").
+func validatePDWorkerURL(flag, raw string) error {
+	mode, err := worker.ValidateURL(raw)
+	if err != nil {
+		return bad(flag, "%s", stripInvalidURL(err))
+	}
+	if mode == worker.ConnZMQ {
+		return bad(flag, "%s: ipc:// workers cannot be prefill or decode workers: the ZMQ wire carries no KV-transfer metadata", raw)
+	}
+	return nil
+}
+
+func stripInvalidURL(err error) string {
+	msg := err.Error()
+	if errors.Is(err, worker.ErrInvalidURL) {
+		msg = strings.TrimPrefix(msg, worker.ErrInvalidURL.Error()+": ")
+	}
+	return msg
+}
+
+func (c Config) validatePolicies() error {
+	for _, p := range []struct{ flag, name string }{
+		{"--policy", c.Policy}, {"--prefill-policy", c.PrefillPolicy}, {"--decode-policy", c.DecodePolicy},
+	} {
+		if p.name == "" && p.flag != "--policy" {
+			continue
+		}
+		if !contains(PolicyNames, p.name) {
+			return bad(p.flag, "unknown policy %q (expected one of %s)", p.name, strings.Join(PolicyNames, ", "))
+		}
+	}
+	if c.PDDisaggregation && c.DecodePolicy == "bucket" {
+		return bad("--decode-policy", "bucket is a prefill-only policy and cannot route the decode leg")
+	}
+	if c.PDDisaggregation {
+		if c.PrefillPolicyName() == "power_of_two" && len(c.Prefill) == 1 {
+			return bad(policyFlag(c.PrefillPolicy, "--prefill-policy"), "power_of_two needs at least 2 --prefill workers (got 1)")
+		}
+		if c.DecodePolicyName() == "power_of_two" && len(c.Decode) == 1 {
+			return bad(policyFlag(c.DecodePolicy, "--decode-policy"), "power_of_two needs at least 2 --decode workers (got 1)")
+		}
+	}
+	if !contains(PairingModes, c.PairingMode) {
+		return bad("--pd-pairing-mode", "unknown mode %q (expected off, lenient or strict)", c.PairingMode)
+	}
+	if c.PDAdmissionWait < 0 {
+		return bad("--pd-admission-wait-secs", "must be 0 or more seconds (got %s)", secs(c.PDAdmissionWait))
+	}
+	return nil
+}
+
+func policyFlag(legPolicy, legFlag string) string {
+	if legPolicy != "" {
+		return legFlag
+	}
+	return "--policy"
+}
+
+func (c Config) validatePolicyTuning() error {
+	switch {
+	case !finite(c.CacheThreshold) || c.CacheThreshold < 0 || c.CacheThreshold > 1:
+		return bad("--cache-threshold", "must be between 0 and 1 (got %g)", c.CacheThreshold)
+	case c.BalanceAbsThreshold < 0:
+		return bad("--balance-abs-threshold", "must be 0 or more (got %d)", c.BalanceAbsThreshold)
+	case !finite(c.BalanceRelThreshold) || c.BalanceRelThreshold < 1:
+		return bad("--balance-rel-threshold", "must be 1 or more (got %g)", c.BalanceRelThreshold)
+	case c.EvictionIntervalSecs <= 0:
+		return bad("--eviction-interval", "must be more than 0 seconds (got %d)", c.EvictionIntervalSecs)
+	case c.MaxTreeSize <= 0:
+		return bad("--max-tree-size", "must be more than 0 (got %d)", c.MaxTreeSize)
+	case c.PrefixTokenCount <= 0:
+		return bad("--prefix-token-count", "must be more than 0 (got %d)", c.PrefixTokenCount)
+	case !finite(c.PrefixHashLoadFactor) || c.PrefixHashLoadFactor < 1:
+		return bad("--prefix-hash-load-factor", "must be 1 or more (got %g)", c.PrefixHashLoadFactor)
+	case c.MaxIdleSecs <= 0:
+		return bad("--max-idle-secs", "must be more than 0 seconds (got %d)", c.MaxIdleSecs)
+	case !finite(c.LeastLoadKVPressureWeight) || c.LeastLoadKVPressureWeight < 0:
+		return bad("--least-load-kv-pressure-weight", "must be 0 or more (got %g)", c.LeastLoadKVPressureWeight)
+	case !finite(c.LeastLoadDefaultThroughput) || c.LeastLoadDefaultThroughput <= 0:
+		return bad("--least-load-default-throughput", "must be more than 0 tokens/s (got %g)", c.LeastLoadDefaultThroughput)
+	case c.LeastLoadMeanPrefillTokens < 1:
+		return bad("--least-load-mean-prefill-tokens", "must be 1 or more tokens (got %d)", c.LeastLoadMeanPrefillTokens)
+	case c.LeastLoadMaxWaitingReqs < 0:
+		return bad("--least-load-max-waiting-requests", "must be 0 (off) or more (got %d)", c.LeastLoadMaxWaitingReqs)
+	}
+	for _, h := range c.RoutingKeyHeaders {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t:") {
+			return bad("--routing-key-headers", "%q is not a header name", h)
+		}
+	}
+	return nil
+}
+
+func (c Config) validateResilience() error {
+	switch {
+	case c.RetryMaxRetries < 1:
+		return bad("--retry-max-retries", "must be 1 or more total attempts (got %d)", c.RetryMaxRetries)
+	case c.RetryInitialBackoffMS <= 0:
+		return bad("--retry-initial-backoff-ms", "must be more than 0 ms (got %d)", c.RetryInitialBackoffMS)
+	case c.RetryMaxBackoffMS < c.RetryInitialBackoffMS:
+		return bad("--retry-max-backoff-ms", "must be at least --retry-initial-backoff-ms (%d ms; got %d)", c.RetryInitialBackoffMS, c.RetryMaxBackoffMS)
+	case !finite(c.RetryBackoffMult) || c.RetryBackoffMult < 1:
+		return bad("--retry-backoff-multiplier", "must be 1 or more (got %g)", c.RetryBackoffMult)
+	case !finite(c.RetryJitterFactor) || c.RetryJitterFactor < 0 || c.RetryJitterFactor > 1:
+		return bad("--retry-jitter-factor", "must be between 0 and 1 (got %g)", c.RetryJitterFactor)
+	case c.CBFailureThreshold < 1:
+		return bad("--cb-failure-threshold", "must be 1 or more (got %d)", c.CBFailureThreshold)
+	case c.CBSuccessThreshold < 1:
+		return bad("--cb-success-threshold", "must be 1 or more (got %d)", c.CBSuccessThreshold)
+	case c.CBTimeout <= 0:
+		return bad("--cb-timeout-duration-secs", "must be more than 0 seconds (got %s)", secs(c.CBTimeout))
+	}
+	return nil
+}
+
+func (c Config) validateHealth() error {
+	switch {
+	case c.HealthFailureThreshold < 1:
+		return bad("--health-failure-threshold", "must be 1 or more (got %d)", c.HealthFailureThreshold)
+	case c.HealthSuccessThreshold < 1:
+		return bad("--health-success-threshold", "must be 1 or more (got %d)", c.HealthSuccessThreshold)
+	case c.HealthCheckTimeout <= 0:
+		return bad("--health-check-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.HealthCheckTimeout))
+	case c.HealthCheckInterval <= 0:
+		return bad("--health-check-interval-secs", "must be more than 0 seconds (got %s)", secs(c.HealthCheckInterval))
+	case !strings.HasPrefix(c.HealthCheckEndpoint, "/"):
+		return bad("--health-check-endpoint", "must be a path starting with / (got %q)", c.HealthCheckEndpoint)
+	}
+	return nil
+}
+
+func (c Config) validateTimeouts() error {
+	switch {
+	case c.RequestTimeout <= 0:
+		return bad("--request-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.RequestTimeout))
+	case c.ConnectTimeout <= 0:
+		return bad("--connect-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.ConnectTimeout))
+	case c.FirstByteTimeout < 0:
+		return bad("--first-byte-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.FirstByteTimeout))
+	case c.ShutdownGracePeriod < 0:
+		return bad("--shutdown-grace-period-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownGracePeriod))
+	case c.MaxPayloadSize <= 0:
+		return bad("--max-payload-size", "must be more than 0 bytes (got %d)", c.MaxPayloadSize)
+	}
+	return nil
+}
+
+func (c Config) validateObservability() error {
+	if strings.TrimSpace(c.PrometheusHost) == "" {
+		return bad("--prometheus-host", "must not be empty (e.g. 0.0.0.0)")
+	}
+	if c.PrometheusPort < 0 || c.PrometheusPort > 65535 {
+		return bad("--prometheus-port", "must be between 0 and 65535 (got %d); 0 serves /metrics on --port", c.PrometheusPort)
+	}
+	if c.PrometheusPort != 0 && c.PrometheusPort == c.Port {
+		return bad("--prometheus-port", "must differ from --port %d (use 0 to serve /metrics on the main port)", c.Port)
+	}
+	if !contains(LogLevels, strings.ToLower(c.LogLevel)) {
+		return bad("--log-level", "unknown level %q (expected debug, info, warn or error)", c.LogLevel)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%gs", d.Seconds()) }

@@ -1,0 +1,128 @@
+package config_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/app/config"
+)
+
+func intp(i int) *int { return &i }
+
+func TestDefaultIsValid(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, config.Default().Validate())
+}
+
+func TestValidateAcceptsSeedExamples(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(*config.Config){
+		"SGLang HTTP fleet with bootstrap ports": func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Prefill = []config.PrefillSpec{{URL: "http://prefill-0:8000", BootstrapPort: intp(8998)}, {URL: "http://prefill-1:8000", BootstrapPort: intp(8998)}}
+			c.Decode = []string{"http://decode-0:8000", "http://decode-1:8000"}
+			c.PrefillPolicy, c.DecodePolicy = "cache_aware", "power_of_two"
+		},
+		"vLLM NIXL gRPC without a port": func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Prefill = []config.PrefillSpec{{URL: "grpc://prefill-0:50051"}}
+			c.Decode = []string{"grpc://decode-0:50052"}
+		},
+		"PD with no startup workers": func(c *config.Config) { c.PDDisaggregation = true },
+		"port 0 binds a free port":   func(c *config.Config) { c.Port = 0 },
+		"metrics on the main port":   func(c *config.Config) { c.PrometheusPort = 0 },
+		"admission wait 0 sheds at once": func(c *config.Config) {
+			c.PDAdmissionWait = 0
+		},
+		"bucket inherited by decode is allowed": func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Policy = "bucket"
+		},
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Default()
+			mutate(&c)
+			assert.NoError(t, c.Validate())
+		})
+	}
+}
+
+func TestValidateNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(*config.Config)
+		want   string
+	}{
+		{"port out of range", func(c *config.Config) { c.Port = 70000 },
+			"invalid value for --port: must be between 0 and 65535 (got 70000)"},
+		{"empty host", func(c *config.Config) { c.Host = " " },
+			"invalid value for --host: must not be empty (e.g. 0.0.0.0 or 127.0.0.1)"},
+		{"prefill without PD mode", func(c *config.Config) { c.Prefill = []config.PrefillSpec{{URL: "http://p:8000"}} },
+			"invalid value for --prefill: needs --pd-disaggregation"},
+		{"prefill URL without scheme", func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Prefill = []config.PrefillSpec{{URL: "10.0.0.5:8000"}}
+		}, "invalid value for --prefill: 10.0.0.5:8000 - URL must start with a lowercase http://, https://, grpc://, grpcs://, or ipc:// scheme"},
+		{"prefill bootstrap port 0", func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Prefill = []config.PrefillSpec{{URL: "http://p:8000", BootstrapPort: intp(0)}}
+		}, "invalid value for --prefill: http://p:8000: bootstrap port must be between 1 and 65535 (got 0)"},
+		{"ipc decode", func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Decode = []string{"ipc:///tmp/decode.sock"}
+		}, "invalid value for --decode: ipc:///tmp/decode.sock: ipc:// workers cannot be prefill or decode workers: the ZMQ wire carries no KV-transfer metadata"},
+		{"unknown policy", func(c *config.Config) { c.Policy = "fastest" },
+			`invalid value for --policy: unknown policy "fastest" (expected one of random, round_robin, cache_aware, power_of_two, least_load, prefix_hash, consistent_hashing, manual, bucket)`},
+		{"explicit bucket decode policy", func(c *config.Config) { c.PDDisaggregation = true; c.DecodePolicy = "bucket" },
+			"invalid value for --decode-policy: bucket is a prefill-only policy and cannot route the decode leg"},
+		{"power_of_two with one prefill", func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.PrefillPolicy = "power_of_two"
+			c.Prefill = []config.PrefillSpec{{URL: "http://p:8000"}}
+		}, "invalid value for --prefill-policy: power_of_two needs at least 2 --prefill workers (got 1)"},
+		{"unknown pairing mode", func(c *config.Config) { c.PairingMode = "loose" },
+			`invalid value for --pd-pairing-mode: unknown mode "loose" (expected off, lenient or strict)`},
+		{"negative admission wait", func(c *config.Config) { c.PDAdmissionWait = -time.Second },
+			"invalid value for --pd-admission-wait-secs: must be 0 or more seconds (got -1s)"},
+		{"cache threshold above 1", func(c *config.Config) { c.CacheThreshold = 1.5 },
+			"invalid value for --cache-threshold: must be between 0 and 1 (got 1.5)"},
+		{"zero retries", func(c *config.Config) { c.RetryMaxRetries = 0 },
+			"invalid value for --retry-max-retries: must be 1 or more total attempts (got 0)"},
+		{"max backoff below initial", func(c *config.Config) { c.RetryMaxBackoffMS = 10 },
+			"invalid value for --retry-max-backoff-ms: must be at least --retry-initial-backoff-ms (50 ms; got 10)"},
+		{"jitter above 1", func(c *config.Config) { c.RetryJitterFactor = 2 },
+			"invalid value for --retry-jitter-factor: must be between 0 and 1 (got 2)"},
+		{"zero health interval", func(c *config.Config) { c.HealthCheckInterval = 0 },
+			"invalid value for --health-check-interval-secs: must be more than 0 seconds (got 0s)"},
+		{"health endpoint without slash", func(c *config.Config) { c.HealthCheckEndpoint = "health" },
+			`invalid value for --health-check-endpoint: must be a path starting with / (got "health")`},
+		{"negative grace period", func(c *config.Config) { c.ShutdownGracePeriod = -time.Second },
+			"invalid value for --shutdown-grace-period-secs: must be 0 or more seconds (got -1s)"},
+		{"metrics port equals main port", func(c *config.Config) { c.PrometheusPort = c.Port },
+			"invalid value for --prometheus-port: must differ from --port 30000 (use 0 to serve /metrics on the main port)"},
+		{"unknown log level", func(c *config.Config) { c.LogLevel = "loud" },
+			`invalid value for --log-level: unknown level "loud" (expected debug, info, warn or error)`},
+		{"bad redis url", func(c *config.Config) { c.RedisURL = "http://r:6379" },
+			`invalid value for --redis-url: must be a redis://, rediss:// or unix:// URL (got "http://r:6379")`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Default()
+			tc.mutate(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			var fe *config.FlagError
+			require.True(t, errors.As(err, &fe))
+			assert.Contains(t, tc.want, fe.Flag)
+		})
+	}
+}

@@ -72,6 +72,7 @@ type Config struct {
 	HealthCheckInterval    time.Duration // --health-check-interval-secs, 60s
 	HealthCheckEndpoint    string        // --health-check-endpoint, "/health"
 	DisableHealthCheck     bool          // --disable-health-check
+	DrainSettle            time.Duration // --drain-settle-secs, 5s: DELETE /workers keeps a ready worker draining this long before removal (smg-spec.md §3.4)
 
 	// Timeouts (smg-spec.md §8.4)
 	RequestTimeout      time.Duration // --request-timeout-secs, 1800s
@@ -120,6 +121,7 @@ func Default() Config {
 		HealthCheckTimeout:         5 * time.Second,
 		HealthCheckInterval:        60 * time.Second,
 		HealthCheckEndpoint:        "/health",
+		DrainSettle:                5 * time.Second,
 		RequestTimeout:             1800 * time.Second,
 		ConnectTimeout:             10 * time.Second,
 		ShutdownGracePeriod:        180 * time.Second,

@@ -112,3 +112,12 @@ const (
 	CodePDTransportFailed      = "PD disaggregation request failed" // literal, smg-spec.md §2.6
 	CodeMoRIIORouteUnsupported = "moriio_route_unsupported"
 )
+
+// Worker-management API error codes (smg-spec.md §3.2, §3.4, §6.6). These endpoints answer
+// with the worker-API shape {"error":"<text>","code":"<CODE>"}, not the OpenAI-style body.
+const (
+	CodeWorkerBadRequest    = "BAD_REQUEST"
+	CodeWorkerNotFound      = "WORKER_NOT_FOUND"
+	CodeWorkerAlreadyExists = "WORKER_ALREADY_EXISTS"
+	CodeWorkerInternalError = "INTERNAL_SERVER_ERROR"
+)

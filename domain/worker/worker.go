@@ -116,6 +116,8 @@ type Worker struct {
 	Cost     float64
 	// APIKey is sent as a Bearer token on health and metadata probes; never serialized.
 	APIKey string
+	// Health holds this worker's health-check overrides (zero = gateway defaults).
+	Health HealthConfig
 }
 
 // ErrInvalidURL is wrapped by ValidateURL's errors.

@@ -63,6 +63,7 @@ type Config struct {
 	CBFailureThreshold    int           // --cb-failure-threshold, 10
 	CBSuccessThreshold    int           // --cb-success-threshold, 3
 	CBTimeout             time.Duration // --cb-timeout-duration-secs, 60s
+	CBWindow              time.Duration // --cb-window-duration-secs, 120s (accepted, unused: smg-spec.md §3.6)
 	DisableCircuitBreaker bool          // --disable-circuit-breaker
 
 	// Health (smg-spec.md §8.3)
@@ -72,6 +73,7 @@ type Config struct {
 	HealthCheckInterval    time.Duration // --health-check-interval-secs, 60s
 	HealthCheckEndpoint    string        // --health-check-endpoint, "/health"
 	DisableHealthCheck     bool          // --disable-health-check
+	RemoveUnhealthy        bool          // --remove-unhealthy-workers: drop workers that reach "failed"
 	DrainSettle            time.Duration // --drain-settle-secs, 5s: DELETE /workers keeps a ready worker draining this long before removal (smg-spec.md §3.4)
 
 	// Timeouts (smg-spec.md §8.4)
@@ -116,6 +118,7 @@ func Default() Config {
 		CBFailureThreshold:         10,
 		CBSuccessThreshold:         3,
 		CBTimeout:                  60 * time.Second,
+		CBWindow:                   120 * time.Second,
 		HealthFailureThreshold:     3,
 		HealthSuccessThreshold:     2,
 		HealthCheckTimeout:         5 * time.Second,

@@ -218,6 +218,8 @@ func (c Config) validateResilience() error {
 		return bad("--cb-success-threshold", "must be 1 or more (got %d)", c.CBSuccessThreshold)
 	case c.CBTimeout <= 0:
 		return bad("--cb-timeout-duration-secs", "must be more than 0 seconds (got %s)", secs(c.CBTimeout))
+	case c.CBWindow <= 0:
+		return bad("--cb-window-duration-secs", "must be more than 0 seconds (got %s)", secs(c.CBWindow))
 	}
 	return nil
 }
@@ -234,6 +236,8 @@ func (c Config) validateHealth() error {
 		return bad("--health-check-interval-secs", "must be more than 0 seconds (got %s)", secs(c.HealthCheckInterval))
 	case !strings.HasPrefix(c.HealthCheckEndpoint, "/"):
 		return bad("--health-check-endpoint", "must be a path starting with / (got %q)", c.HealthCheckEndpoint)
+	case c.DrainSettle < 0:
+		return bad("--drain-settle-secs", "must be 0 or more seconds (got %s)", secs(c.DrainSettle))
 	}
 	return nil
 }

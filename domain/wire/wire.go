@@ -121,3 +121,28 @@ const (
 	CodeWorkerAlreadyExists = "WORKER_ALREADY_EXISTS"
 	CodeWorkerInternalError = "INTERNAL_SERVER_ERROR"
 )
+
+// Prefill/decode pairing names (seed "Prefill/Decode Pairing": "What Is Compared",
+// "Pairing Modes", "Explicit Pairing Protocol", "Verify Configuration").
+const (
+	// PairingModeOff, PairingModeLenient and PairingModeStrict are the --pd-pairing-mode values.
+	PairingModeOff     = "off"
+	PairingModeLenient = "lenient"
+	PairingModeStrict  = "strict"
+
+	// MoRIIOModeRead and MoRIIOModeWrite are the values of the moriio_mode label.
+	MoRIIOModeRead  = "read"
+	MoRIIOModeWrite = "write"
+
+	// TransportMoRIIORead and TransportMoRIIOWrite are the pairing transports of a MoRI-IO
+	// worker whose moriio_mode label is read or write.
+	TransportMoRIIORead  = "moriio-read"
+	TransportMoRIIOWrite = "moriio-write"
+
+	// EnvPairingProtocol is the engine environment variable gRPC servicers report as the
+	// explicit pairing protocol (lower precedence than the pairing_protocol label).
+	EnvPairingProtocol = "SMG_PAIRING_PROTOCOL"
+
+	// FieldPDPairing is the GET /workers field holding a prefill or decode worker's pairing key.
+	FieldPDPairing = "pd_pairing"
+)

@@ -1,0 +1,208 @@
+// Package memory holds the in-memory implementations of the gateway's shared-state ports.
+// They are the default when no --redis-url is set: one gateway process, nothing shared.
+package memory
+
+import (
+	"fmt"
+	"sync"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// Event kinds reported to WorkerStore subscribers (ports.WorkerEvent.Kind).
+const (
+	EventAdded   = "added"
+	EventRemoved = "removed"
+	EventStatus  = "status"
+)
+
+// Workers is the in-memory ports.WorkerStore. Reads (List, ByRole, Get, GetByURL) take a
+// read lock; ByRole returns a copy-on-write snapshot, so the per-request path allocates
+// nothing. Changes are serialized and subscribers are called synchronously, in change order,
+// after the store's lock is released: a subscriber may read the store but must not change
+// it from inside the callback (that would deadlock); hand such work to a goroutine.
+type Workers struct {
+	// notify serializes changes with their notifications, so subscribers see events in the
+	// order the changes happened.
+	notify sync.Mutex
+
+	mu     sync.RWMutex
+	byID   map[string]*worker.Live
+	byURL  map[string]*worker.Live
+	order  []*worker.Live
+	byRole map[worker.Role][]*worker.Live // snapshots, replaced (never mutated) on change
+	subs   []func(ports.WorkerEvent)
+}
+
+var _ ports.WorkerStore = (*Workers)(nil)
+
+// NewWorkers returns an empty store.
+func NewWorkers() *Workers {
+	return &Workers{
+		byID:   map[string]*worker.Live{},
+		byURL:  map[string]*worker.Live{},
+		byRole: map[worker.Role][]*worker.Live{},
+	}
+}
+
+// Module provides the in-memory store as ports.WorkerStore (and as *Workers).
+func Module() fx.Option {
+	return fx.Module("store.memory",
+		fx.Provide(
+			NewWorkers,
+			func(w *Workers) ports.WorkerStore { return w },
+		),
+	)
+}
+
+// Add registers w. It fails with an error wrapping ports.ErrDuplicateURL when a worker with
+// the same URL is registered, and with a plain error when w is nil, has no ID, or its ID is
+// taken.
+func (s *Workers) Add(w *worker.Live) error {
+	if w == nil || w.ID == "" {
+		return fmt.Errorf("memory store: worker without id")
+	}
+	s.notify.Lock()
+	defer s.notify.Unlock()
+
+	s.mu.Lock()
+	if old, ok := s.byURL[w.URL]; ok {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %s (id %s)", ports.ErrDuplicateURL, w.URL, old.ID)
+	}
+	if _, ok := s.byID[w.ID]; ok {
+		s.mu.Unlock()
+		return fmt.Errorf("memory store: worker id %s already registered", w.ID)
+	}
+	s.byID[w.ID] = w
+	s.byURL[w.URL] = w
+	s.order = append(s.order, w)
+	s.rebuildRole(w.Role)
+	subs := s.subs
+	s.mu.Unlock()
+
+	emit(subs, ports.WorkerEvent{Kind: EventAdded, Worker: w})
+	return nil
+}
+
+// Remove unregisters the worker with id and returns it; ports.ErrNotFound if unknown.
+func (s *Workers) Remove(id string) (*worker.Live, error) {
+	s.notify.Lock()
+	defer s.notify.Unlock()
+
+	s.mu.Lock()
+	w, ok := s.byID[id]
+	if !ok {
+		s.mu.Unlock()
+		return nil, ports.ErrNotFound
+	}
+	delete(s.byID, id)
+	delete(s.byURL, w.URL)
+	order := make([]*worker.Live, 0, len(s.order))
+	for _, x := range s.order {
+		if x != w {
+			order = append(order, x)
+		}
+	}
+	s.order = order
+	s.rebuildRole(w.Role)
+	subs := s.subs
+	s.mu.Unlock()
+
+	emit(subs, ports.WorkerEvent{Kind: EventRemoved, Worker: w})
+	return w, nil
+}
+
+// Get returns the worker with id; ports.ErrNotFound if unknown.
+func (s *Workers) Get(id string) (*worker.Live, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if w, ok := s.byID[id]; ok {
+		return w, nil
+	}
+	return nil, ports.ErrNotFound
+}
+
+// GetByURL returns the worker registered at url (exact string match); ports.ErrNotFound if
+// unknown.
+func (s *Workers) GetByURL(url string) (*worker.Live, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if w, ok := s.byURL[url]; ok {
+		return w, nil
+	}
+	return nil, ports.ErrNotFound
+}
+
+// List returns every worker in registration order, as a fresh slice the caller owns.
+func (s *Workers) List() []*worker.Live {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*worker.Live, len(s.order))
+	copy(out, s.order)
+	return out
+}
+
+// ByRole returns the workers of role r in registration order. The slice is a shared snapshot
+// that is replaced, never modified, on change: callers must not modify it.
+func (s *Workers) ByRole(r worker.Role) []*worker.Live {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byRole[r]
+}
+
+// Subscribe registers fn; it is called after every later Add, Remove and status change.
+func (s *Workers) Subscribe(fn func(ports.WorkerEvent)) {
+	if fn == nil {
+		return
+	}
+	s.notify.Lock()
+	defer s.notify.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs := make([]func(ports.WorkerEvent), len(s.subs), len(s.subs)+1)
+	copy(subs, s.subs)
+	s.subs = append(subs, fn)
+}
+
+// SetStatus sets l's status and, when it changed and l is still registered, notifies
+// subscribers with a "status" event. A worker that is no longer registered gets the new
+// status without an event.
+func (s *Workers) SetStatus(l *worker.Live, st worker.Status) {
+	if l == nil {
+		return
+	}
+	s.notify.Lock()
+	defer s.notify.Unlock()
+	if l.Status() == st {
+		return
+	}
+	l.SetStatus(st)
+	s.mu.RLock()
+	registered := s.byID[l.ID] == l
+	subs := s.subs
+	s.mu.RUnlock()
+	if registered {
+		emit(subs, ports.WorkerEvent{Kind: EventStatus, Worker: l})
+	}
+}
+
+// rebuildRole replaces the snapshot for role r. Callers hold s.mu for writing.
+func (s *Workers) rebuildRole(r worker.Role) {
+	var snap []*worker.Live
+	for _, x := range s.order {
+		if x.Role == r {
+			snap = append(snap, x)
+		}
+	}
+	s.byRole[r] = snap
+}
+
+func emit(subs []func(ports.WorkerEvent), ev ports.WorkerEvent) {
+	for _, fn := range subs {
+		fn(ev)
+	}
+}

@@ -12,13 +12,6 @@ import (
 	"github.com/smg-go/smg/ports"
 )
 
-// Event kinds reported to WorkerStore subscribers (ports.WorkerEvent.Kind).
-const (
-	EventAdded   = "added"
-	EventRemoved = "removed"
-	EventStatus  = "status"
-)
-
 // Workers is the in-memory ports.WorkerStore. Reads (List, ByRole, Get, GetByURL) take a
 // read lock; ByRole returns a copy-on-write snapshot, so the per-request path allocates
 // nothing. Changes are serialized and subscribers are called synchronously, in change order,
@@ -84,7 +77,7 @@ func (s *Workers) Add(w *worker.Live) error {
 	subs := s.subs
 	s.mu.Unlock()
 
-	emit(subs, ports.WorkerEvent{Kind: EventAdded, Worker: w})
+	emit(subs, ports.WorkerEvent{Kind: ports.EventAdded, Worker: w})
 	return nil
 }
 
@@ -112,7 +105,7 @@ func (s *Workers) Remove(id string) (*worker.Live, error) {
 	subs := s.subs
 	s.mu.Unlock()
 
-	emit(subs, ports.WorkerEvent{Kind: EventRemoved, Worker: w})
+	emit(subs, ports.WorkerEvent{Kind: ports.EventRemoved, Worker: w})
 	return w, nil
 }
 
@@ -186,7 +179,7 @@ func (s *Workers) SetStatus(l *worker.Live, st worker.Status) {
 	subs := s.subs
 	s.mu.RUnlock()
 	if registered {
-		emit(subs, ports.WorkerEvent{Kind: EventStatus, Worker: l})
+		emit(subs, ports.WorkerEvent{Kind: ports.EventStatus, Worker: l})
 	}
 }
 

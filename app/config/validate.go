@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -28,12 +29,13 @@ func (e *FlagError) Error() string {
 // PolicyNames are the per-leg routing policies accepted by --policy, --prefill-policy and
 // --decode-policy (smg-spec.md §5.0, §8.1; the seed's "Per-Phase Policies").
 var PolicyNames = []string{
-	"random", "round_robin", "cache_aware", "power_of_two", "least_load",
-	"prefix_hash", "consistent_hashing", "manual", "bucket",
+	wire.PolicyRandom, wire.PolicyRoundRobin, wire.PolicyCacheAware, wire.PolicyPowerOfTwo,
+	wire.PolicyLeastLoad, wire.PolicyPrefixHash, wire.PolicyConsistentHashing, wire.PolicyManual,
+	wire.PolicyBucket,
 }
 
 // PairingModes are the values of --pd-pairing-mode (seed "Pairing Modes").
-var PairingModes = []string{"off", "lenient", "strict"}
+var PairingModes = []string{wire.PairingModeOff, wire.PairingModeLenient, wire.PairingModeStrict}
 
 // LogLevels are the values of --log-level.
 var LogLevels = []string{"debug", "info", "warn", "error"}
@@ -138,14 +140,14 @@ func (c Config) validatePolicies() error {
 			return bad(p.flag, "unknown policy %q (expected one of %s)", p.name, strings.Join(PolicyNames, ", "))
 		}
 	}
-	if c.PDDisaggregation && c.DecodePolicy == "bucket" {
+	if c.PDDisaggregation && c.DecodePolicy == wire.PolicyBucket {
 		return bad("--decode-policy", "bucket is a prefill-only policy and cannot route the decode leg")
 	}
 	if c.PDDisaggregation {
-		if c.PrefillPolicyName() == "power_of_two" && len(c.Prefill) == 1 {
+		if c.PrefillPolicyName() == wire.PolicyPowerOfTwo && len(c.Prefill) == 1 {
 			return bad(policyFlag(c.PrefillPolicy, "--prefill-policy"), "power_of_two needs at least 2 --prefill workers (got 1)")
 		}
-		if c.DecodePolicyName() == "power_of_two" && len(c.Decode) == 1 {
+		if c.DecodePolicyName() == wire.PolicyPowerOfTwo && len(c.Decode) == 1 {
 			return bad(policyFlag(c.DecodePolicy, "--decode-policy"), "power_of_two needs at least 2 --decode workers (got 1)")
 		}
 	}

@@ -1,0 +1,253 @@
+package health
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// ProbeFunc probes one worker and returns nil when it is healthy. The default is Probe over
+// HTTP; SetProber swaps it (e.g. for a future gRPC health RPC).
+type ProbeFunc func(ctx context.Context, w *worker.Live) error
+
+// Checker probes every registered worker on its own schedule: at once when the worker is
+// added (or already registered at Start), then every interval (the worker's health override,
+// else cfg.HealthCheckInterval). Each result goes through Transition and a changed status is
+// written with store.SetStatus. failed workers are no longer probed; draining workers are
+// skipped. With cfg.DisableHealthCheck, or a worker's Health.Disable, nothing is probed.
+//
+// One goroutine runs per probed worker; all of them end on Stop or when the worker is
+// removed from the store.
+type Checker struct {
+	store  ports.WorkerStore
+	cfg    config.Config
+	client *http.Client
+	own    bool // client created here: close its idle connections on Stop
+	m      ports.HealthMetrics
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	probe   ProbeFunc
+	started bool
+	stopped bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	loops   map[*worker.Live]context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New builds a Checker. client nil = a private client (its own transport); m nil = no metrics;
+// logger nil = slog.Default(). Nothing runs until Start.
+func New(store ports.WorkerStore, cfg config.Config, client *http.Client, m ports.HealthMetrics, logger *slog.Logger) *Checker {
+	c := &Checker{store: store, cfg: cfg, client: client, m: m, log: logger, loops: map[*worker.Live]context.CancelFunc{}}
+	if c.client == nil {
+		c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		c.own = true
+	}
+	if c.m == nil {
+		c.m = nopMetrics{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.probe = func(ctx context.Context, w *worker.Live) error {
+		return Probe(ctx, c.client, w.Worker, c.cfg.HealthCheckEndpoint, c.timeout(w))
+	}
+	return c
+}
+
+// SetProber replaces the probe function; call it before Start.
+func (c *Checker) SetProber(p ProbeFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p != nil {
+		c.probe = p
+	}
+}
+
+// Module provides *Checker and ties it to the fx lifecycle (Start on start, Stop on stop).
+// It needs ports.WorkerStore and config.Config; *http.Client, ports.HealthMetrics and
+// *slog.Logger are used when provided.
+func Module() fx.Option {
+	return fx.Module("health",
+		fx.Provide(func(p params) *Checker { return New(p.Store, p.Config, p.Client, p.Metrics, p.Logger) }),
+		fx.Invoke(func(lc fx.Lifecycle, c *Checker) { lc.Append(fx.StartStopHook(c.Start, c.Stop)) }),
+	)
+}
+
+type params struct {
+	fx.In
+	Store   ports.WorkerStore
+	Config  config.Config
+	Client  *http.Client        `optional:"true"`
+	Metrics ports.HealthMetrics `optional:"true"`
+	Logger  *slog.Logger        `optional:"true"`
+}
+
+// Start subscribes to store changes and starts a probe loop for every registered worker. It
+// returns at once; it is a no-op with cfg.DisableHealthCheck or when already started.
+func (c *Checker) Start(context.Context) error {
+	c.mu.Lock()
+	if c.started || c.cfg.DisableHealthCheck {
+		c.mu.Unlock()
+		return nil
+	}
+	c.started = true
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.Unlock()
+
+	c.store.Subscribe(c.onEvent)
+	for _, w := range c.store.List() {
+		c.startLoop(w)
+	}
+	return nil
+}
+
+// Stop ends every probe loop and waits for them, at most until ctx is done (then it returns
+// ctx's error). Safe to call more than once, and without Start.
+func (c *Checker) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	c.stopped = true
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if c.own {
+		c.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (c *Checker) onEvent(ev ports.WorkerEvent) {
+	switch ev.Kind {
+	case ports.EventAdded:
+		c.startLoop(ev.Worker)
+	case ports.EventRemoved:
+		c.mu.Lock()
+		if cancel, ok := c.loops[ev.Worker]; ok {
+			cancel()
+			delete(c.loops, ev.Worker)
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Checker) startLoop(w *worker.Live) {
+	if w == nil || w.Health.Disable {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started || c.stopped {
+		return
+	}
+	if _, ok := c.loops[w]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.loops[w] = cancel
+	probe := c.probe
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.run(ctx, w, probe)
+	}()
+}
+
+// run is one worker's probe loop.
+func (c *Checker) run(ctx context.Context, w *worker.Live, probe ProbeFunc) {
+	interval := pick(w.Health.Interval, c.cfg.HealthCheckInterval, 60*time.Second)
+	t := Thresholds{
+		Success: pickInt(w.Health.SuccessThreshold, c.cfg.HealthSuccessThreshold),
+		Failure: pickInt(w.Health.FailureThreshold, c.cfg.HealthFailureThreshold),
+	}
+	var counters Counters
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		if w.Status() == worker.StatusFailed {
+			return
+		}
+		if w.Status() != worker.StatusDraining {
+			err := probe(ctx, w)
+			if ctx.Err() != nil {
+				return // stopped or removed mid-probe: the result means nothing
+			}
+			counters = c.apply(w, err, counters, t)
+		}
+		timer.Reset(interval)
+	}
+}
+
+// apply records one probe result and writes a changed status.
+func (c *Checker) apply(w *worker.Live, err error, counters Counters, t Thresholds) Counters {
+	result := "success"
+	if err != nil {
+		result = "failure"
+	}
+	c.m.ObserveHealthCheck(string(w.Role), result)
+	cur := w.Status()
+	next, counters := Transition(cur, counters, err == nil, t)
+	// Re-read just before writing: a DELETE may have set draining while the probe ran.
+	if next != cur && w.Status() == cur {
+		c.store.SetStatus(w, next)
+		lvl := slog.LevelInfo
+		if next != worker.StatusReady {
+			lvl = slog.LevelWarn
+		}
+		attrs := []any{"worker", w.URL, "worker_id", w.ID, "worker_type", string(w.Role), "from", string(cur), "to", string(next)}
+		if err != nil {
+			attrs = append(attrs, "error", err.Error())
+		}
+		c.log.Log(context.Background(), lvl, "worker health status changed", attrs...)
+	}
+	c.m.SetWorkerHealth(w.URL, w.Status() == worker.StatusReady)
+	return counters
+}
+
+func (c *Checker) timeout(w *worker.Live) time.Duration {
+	return pick(w.Health.Timeout, c.cfg.HealthCheckTimeout, 5*time.Second)
+}
+
+func pick(override, def, fallback time.Duration) time.Duration {
+	if override > 0 {
+		return override
+	}
+	if def > 0 {
+		return def
+	}
+	return fallback
+}
+
+func pickInt(override, def int) int {
+	if override > 0 {
+		return override
+	}
+	return def
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) ObserveHealthCheck(string, string) {}
+func (nopMetrics) SetWorkerHealth(string, bool)      {}

@@ -1,9 +1,23 @@
 // Package policy holds the per-leg routing policies (seed "Per-Phase Policies";
 // smg-spec.md §5). Each leg of a PD pair runs its own Policy instance, so stateful policies
-// (round_robin, manual, cache_aware) keep separate state per leg.
+// (round_robin, manual, cache_aware, bucket) keep separate state per leg. Build instances with
+// New; the registry rejects unknown names and leg/policy combinations the seed forbids.
+//
+// # Concurrency contract
+//
+// Every Policy's Select is safe for concurrent use and race-free, but it does not account the
+// pick: it reads worker.Live.Load() and returns an index. Atomic "select + account" (so that
+// concurrent requests see each other's picks and a burst at idle workers spreads evenly) is
+// the caller's job: the pair selector holds a per-leg lock around Select and the chosen
+// worker's worker.Live.Acquire. Select never blocks on I/O except manual, which calls its
+// StickyStore bounded by Options.StickyTimeout.
 package policy
 
-import "github.com/smg-go/smg/domain/worker"
+import (
+	"context"
+
+	"github.com/smg-go/smg/domain/worker"
+)
 
 // Leg names the leg a policy instance serves; it namespaces sticky keys ("prefill:", "decode:").
 type Leg string
@@ -17,14 +31,23 @@ const (
 )
 
 // Request is what a policy may look at. Text is filled only when NeedsText reports true for
-// one of the request's policies (cache_aware, bucket), so other policies pay nothing for it.
+// one of the request's policies (cache_aware, prefix_hash, bucket), so other policies pay
+// nothing for it. A Request is read-only to policies and is not retained after Select.
 type Request struct {
-	// Model is the request's model id ("" when none).
+	// Model is the request's model id ("" when none). cache_aware and bucket keep one state
+	// per model ("" is kept as "unknown").
 	Model string
 	// Text is the routing text (prompt or joined message contents), or "" when not extracted.
 	Text string
 	// RoutingKey is the value of the first configured routing-key header (x-smg-routing-key), or "".
 	RoutingKey string
+	// Tokens is the prompt length in tokens when the gateway knows it (token ids in the
+	// request), else 0. least_load credits it to the winner; bucket sizes the request by it.
+	Tokens int
+	// Ctx bounds I/O a policy does during Select (manual's sticky store); nil means
+	// context.Background(). Cancelling it never fails the pick: the policy falls back to a
+	// fresh pick.
+	Ctx context.Context
 }
 
 // Policy picks one worker among candidates for one leg.
@@ -33,8 +56,33 @@ type Policy interface {
 	Name() string
 	// NeedsText reports whether Select reads Request.Text.
 	NeedsText() bool
-	// Select returns the index in candidates of the chosen worker, or -1 when none fits.
-	// candidates are all available (healthy, breaker closed) and non-empty. Select is called
-	// concurrently and must be safe for that; it must not keep the slice.
+	// Select returns the index in candidates of the chosen worker, or -1 when none fits
+	// (an empty candidate list, or least_load's waiting-queue veto dropped every worker).
+	// candidates are all available (healthy, breaker closed). Select is called
+	// concurrently and is safe for that; it must not keep the slice. See the package doc for
+	// who accounts the pick.
 	Select(candidates []*worker.Live, req *Request) int
+}
+
+// Evicter is implemented by policies with periodic maintenance (cache_aware). The app calls
+// Evict every Options.EvictionInterval (--eviction-interval, 120 s) on each leg's instance.
+type Evicter interface {
+	// Evict trims the policy's state to its configured bounds; safe to call concurrently
+	// with Select (it takes the same locks, so picks for a model wait while its tree is trimmed).
+	Evict()
+}
+
+// WorkerRemover is implemented by policies that keep per-worker state (cache_aware, bucket,
+// least_load, and the hash-ring caches of consistent_hashing and prefix_hash). The app calls
+// RemoveWorker with the worker's URL when the worker is unregistered.
+type WorkerRemover interface {
+	// RemoveWorker drops all state for the worker registered at url (worker.Worker.URL).
+	RemoveWorker(url string)
+}
+
+func reqCtx(r *Request) context.Context {
+	if r == nil || r.Ctx == nil {
+		return context.Background()
+	}
+	return r.Ctx
 }

@@ -1,0 +1,225 @@
+package policy
+
+import (
+	"math/rand/v2"
+	"sync"
+
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// CacheAware routes by prompt-prefix affinity with a load spill (smg-spec.md §5.5, HTTP text
+// path). It keeps one approximate radix tree of request text per model, each worker URL a
+// tenant. Per pick:
+//
+//  1. Match Request.Text against the model's tree; rate = matched / total bytes (0 if empty).
+//  2. rate > CacheThreshold (strict): among the candidates recorded at the deepest matched
+//     node, take the least loaded (ties random). Spill gate: if its in-flight load is
+//     > avg × BalanceRelThreshold and > avg + BalanceAbsThreshold (avg over the candidates),
+//     take the min-load candidate instead. If no recorded worker is a candidate, min-load.
+//  3. Otherwise the min-load candidate, by (in-flight, picks made by this instance, index).
+//  4. Insert the whole text for the chosen worker.
+//
+// Sizes are UTF-8 bytes ("chars" in the flags and smg_cache_tree_chars). The tree key is the
+// request's model when the first candidate lists it explicitly, else "unknown", so the number
+// of trees is bounded by the registered models whatever clients send. Evict (call it every
+// EvictionInterval) trims each tenant's share of each tree to MaxTreeSize bytes, least
+// recently used leaves first, and reports each tree's size to Observer.TreeSize; RemoveWorker
+// purges a worker from every tree.
+//
+// Branches (Observer, policy "cache_aware", smg additions): cache_hit, cache_spill, cache_miss.
+// Differences from SMG: engine KV-usage imbalance checks (need load reports) are not done;
+// when no recorded worker is a candidate SMG takes the first candidate without inserting,
+// here the min-load one, inserted; a model's first pick takes the min-load path instead of
+// a random one.
+type CacheAware struct {
+	threshold float64
+	absThresh float64
+	relThresh float64
+	maxSize   int
+	obs       observe
+
+	mu    sync.RWMutex
+	trees map[string]*cacheTree
+}
+
+type cacheTree struct {
+	mu sync.Mutex
+	t  *radixTree
+}
+
+const unknownModel = "unknown"
+
+var (
+	_ Policy        = (*CacheAware)(nil)
+	_ Evicter       = (*CacheAware)(nil)
+	_ WorkerRemover = (*CacheAware)(nil)
+)
+
+func newCacheAware(o Options) *CacheAware {
+	return &CacheAware{
+		threshold: o.CacheThreshold,
+		absThresh: float64(o.BalanceAbsThreshold),
+		relThresh: o.BalanceRelThreshold,
+		maxSize:   o.MaxTreeSize,
+		obs:       observe{o.Observer},
+		trees:     map[string]*cacheTree{},
+	}
+}
+
+// Name returns "cache_aware".
+func (*CacheAware) Name() string { return wire.PolicyCacheAware }
+
+// NeedsText returns true.
+func (*CacheAware) NeedsText() bool { return true }
+
+func treeKey(c []*worker.Live, req *Request) string {
+	if req == nil || req.Model == "" {
+		return unknownModel
+	}
+	for _, m := range c[0].Models {
+		if m == req.Model {
+			return m
+		}
+	}
+	return unknownModel
+}
+
+func (p *CacheAware) tree(model string) *cacheTree {
+	p.mu.RLock()
+	ct := p.trees[model]
+	p.mu.RUnlock()
+	if ct != nil {
+		return ct
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ct = p.trees[model]; ct == nil {
+		ct = &cacheTree{t: newRadixTree()}
+		p.trees[model] = ct
+	}
+	return ct
+}
+
+// Select returns the prefix-affine candidate, or the min-load one as described on the type;
+// -1 for no candidates.
+func (p *CacheAware) Select(c []*worker.Live, req *Request) int {
+	if len(c) == 0 {
+		return -1
+	}
+	var text string
+	if req != nil {
+		text = req.Text
+	}
+	ct := p.tree(treeKey(c, req))
+
+	var lbuf [16]int64
+	var ibuf [16]int32
+	loads, ids := lbuf[:0], ibuf[:0]
+	if len(c) > len(lbuf) {
+		loads, ids = make([]int64, 0, len(c)), make([]int32, 0, len(c))
+	}
+
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	t := ct.t
+	var sum int64
+	minIdx := -1
+	for i, w := range c {
+		l := w.Load()
+		id := t.tenantID(w.URL)
+		loads, ids = append(loads, l), append(ids, id)
+		sum += l
+		if minIdx < 0 || l < loads[minIdx] ||
+			(l == loads[minIdx] && t.processed[id] < t.processed[ids[minIdx]]) {
+			minIdx = i
+		}
+	}
+	avg := float64(sum) / float64(len(c))
+
+	chosen, branch := minIdx, wire.BranchCacheMiss
+	if matched, n := t.match(text); len(text) > 0 && float64(matched)/float64(len(text)) > p.threshold {
+		if best := p.leastLoadedTenant(n, ids, loads); best >= 0 {
+			chosen, branch = best, wire.BranchCacheHit
+			if l := float64(loads[best]); l > avg*p.relThresh && l > avg+p.absThresh {
+				chosen, branch = minIdx, wire.BranchCacheSpill
+			}
+		}
+	}
+	t.insert(text, ids[chosen])
+	p.obs.branch(wire.PolicyCacheAware, branch)
+	return chosen
+}
+
+// leastLoadedTenant returns the candidate index of the least-loaded tenant recorded at n,
+// ties random, or -1 when none of n's tenants is a candidate.
+func (p *CacheAware) leastLoadedTenant(n *node, ids []int32, loads []int64) int {
+	best, ties := -1, 0
+	for _, s := range n.tenants {
+		for i, id := range ids {
+			if id != s.tenant {
+				continue
+			}
+			switch {
+			case best < 0 || loads[i] < loads[best]:
+				best, ties = i, 1
+			case loads[i] == loads[best]:
+				ties++
+				if rand.IntN(ties) == 0 {
+					best = i
+				}
+			}
+		}
+	}
+	return best
+}
+
+// Evict trims every model's tree so that no tenant holds more than MaxTreeSize bytes, and
+// reports each tree's size to the Observer. It locks
+// one tree at a time; picks for that model wait for it (O(tree nodes)).
+func (p *CacheAware) Evict() {
+	p.mu.RLock()
+	models := make([]string, 0, len(p.trees))
+	for m := range p.trees {
+		models = append(models, m)
+	}
+	p.mu.RUnlock()
+	for _, m := range models {
+		ct := p.tree(m)
+		ct.mu.Lock()
+		ct.t.evict(p.maxSize)
+		size := ct.t.total
+		ct.mu.Unlock()
+		p.obs.treeSize(m, size)
+	}
+}
+
+// RemoveWorker purges url from every model's tree and reports the new sizes.
+func (p *CacheAware) RemoveWorker(url string) {
+	p.mu.RLock()
+	trees := make(map[string]*cacheTree, len(p.trees))
+	for m, ct := range p.trees {
+		trees[m] = ct
+	}
+	p.mu.RUnlock()
+	for m, ct := range trees {
+		ct.mu.Lock()
+		ct.t.removeTenant(url)
+		size := ct.t.total
+		ct.mu.Unlock()
+		p.obs.treeSize(m, size)
+	}
+}
+
+// TreeSizes returns each model's tree size in bytes (for tests and debugging endpoints).
+func (p *CacheAware) TreeSizes() map[string]int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make(map[string]int, len(p.trees))
+	for m, ct := range p.trees {
+		ct.mu.Lock()
+		out[m] = ct.t.total
+		ct.mu.Unlock()
+	}
+	return out
+}

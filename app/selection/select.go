@@ -1,0 +1,178 @@
+package selection
+
+import (
+	"sync"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/pairing"
+	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// Select picks a prefill and a decode worker for req and accounts one in-flight request on
+// each (worker.Live.Acquire). The prefill policy chooses among the available prefills
+// (worker.Live.Available) that serve req.Model (worker.Worker.ServesModel; "" matches every
+// worker) and have at least one available compatible decode serving it; the decode policy then
+// chooses among that prefill's available compatible decodes (seed "Per-Phase Policies"). Each
+// leg's policy Select and Acquire run under that leg's lock, so concurrent requests see each
+// other's picks. A prefill without a compatible decode is skipped while others can pair.
+//
+// On success release frees both in-flight slots; it is safe to call more than once. The cost
+// of a successful selection grows with the pairable prefills and their compatible decodes
+// only, not with incompatible workers.
+//
+// Errors are *errs.Error:
+//   - 503 no_available_workers (errs.NoAvailableWorkers, Leg "prefill" or "decode") when that
+//     leg has no available worker serving the model (prefill checked first), or when the leg's
+//     policy picks nothing ("Policy <name> failed to select a <leg> worker").
+//   - 503 no_compatible_pd_pair (pairing.NoCompatiblePairError) when both legs have available
+//     workers but none pairs; the message is pairing.Explain over those workers and is logged at
+//     warn level once per fleet change (at most every 30 s while the fleet is unchanged).
+func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, release func(), err error) {
+	if req == nil {
+		req = &policy.Request{}
+	}
+	sn := s.current()
+	groups := sn.mx.Pairable()
+
+	var cands []*worker.Live
+	var candGroup []int
+	for gi := range groups {
+		g := &groups[gi]
+		if !anyUsable(g.Decodes, req.Model) {
+			continue
+		}
+		for _, p := range g.Prefills {
+			if usable(p, req.Model) {
+				cands = append(cands, p)
+				candGroup = append(candGroup, gi)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil, nil, s.noPair(sn, req.Model)
+	}
+
+	i, relP := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	if relP == nil {
+		return nil, nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
+	}
+	prefill = cands[i]
+
+	decodes := usableOf(groups[candGroup[i]].Decodes, req.Model)
+	if len(decodes) == 0 { // every compatible decode went away since the filter above
+		relP()
+		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
+	}
+	j, relD := s.pick(&s.decodeMu, s.decodePolicy, decodes, req)
+	if relD == nil {
+		relP()
+		return nil, nil, nil, policyFailed(s.decodePolicy, policy.LegDecode)
+	}
+	decode = decodes[j]
+
+	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
+	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
+	return prefill, decode, func() { relP(); relD() }, nil
+}
+
+// SelectPrefillOnly picks one prefill worker for a request that needs no decode leg
+// (/v1/messages/count_tokens): the prefill policy chooses among all available prefills serving
+// req.Model, paired or not, under the prefill lock, and the pick is accounted. release frees
+// the in-flight slot. Errors: 503 no_available_workers for the prefill leg (no such worker, or
+// the policy picks nothing).
+func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live, release func(), err error) {
+	if req == nil {
+		req = &policy.Request{}
+	}
+	cands := usableOf(s.current().mx.Prefills(), req.Model)
+	if len(cands) == 0 {
+		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
+	}
+	i, rel := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	if rel == nil {
+		return nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
+	}
+	s.countSelection(policy.LegPrefill, cands[i], req.Model, s.prefillPolicy)
+	return cands[i], rel, nil
+}
+
+// pick runs pol.Select and Acquire under mu. It returns a nil release when the policy picked
+// nothing (or an index out of range).
+func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request) (int, func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	i := pol.Select(cands, req)
+	if i < 0 || i >= len(cands) {
+		return -1, nil
+	}
+	return i, cands[i].Acquire()
+}
+
+// noPair classifies a failed selection: which leg has nothing available, or no pair at all.
+func (s *Selector) noPair(sn *snapshot, model string) error {
+	prefills := usableOf(sn.mx.Prefills(), model)
+	if len(prefills) == 0 {
+		return errs.NoAvailableWorkers(string(policy.LegPrefill))
+	}
+	decodes := usableOf(sn.mx.Decodes(), model)
+	if len(decodes) == 0 {
+		return errs.NoAvailableWorkers(string(policy.LegDecode))
+	}
+	msg := pairing.Explain(prefills, decodes, sn.mx.Mode())
+	s.warnNoPair(sn.version, msg)
+	return pairing.NoCompatiblePairError(msg)
+}
+
+// warnNoPair logs msg at warn level once per matrix version, and again at most every
+// warnInterval while the version is unchanged.
+func (s *Selector) warnNoPair(version uint64, msg string) {
+	now := time.Now()
+	s.warnMu.Lock()
+	if s.warned && s.warnVersion == version && now.Sub(s.warnAt) < warnInterval {
+		s.warnMu.Unlock()
+		return
+	}
+	s.warned, s.warnVersion, s.warnAt = true, version, now
+	s.warnMu.Unlock()
+	s.log.Warn(msg, "code", wire.CodeNoCompatiblePDPair, "pd_pairing_mode", s.mode.String())
+}
+
+func (s *Selector) countSelection(leg policy.Leg, w *worker.Live, model string, pol policy.Policy) {
+	if b := s.metrics.Load(); b != nil {
+		b.m.IncSelection(string(leg), string(w.Mode), model, pol.Name())
+	}
+}
+
+// policyFailed is the 503 no_available_workers for a policy that picked nothing
+// (smg-spec.md §2.2: "Policy {policy_name} failed to select a {leg} worker").
+func policyFailed(pol policy.Policy, leg policy.Leg) *errs.Error {
+	e := errs.NoAvailableWorkers(string(leg))
+	e.Message = "Policy " + pol.Name() + " failed to select a " + string(leg) + " worker"
+	return e
+}
+
+func usable(l *worker.Live, model string) bool {
+	return l != nil && l.Available() && (model == "" || l.ServesModel(model))
+}
+
+func anyUsable(ls []*worker.Live, model string) bool {
+	for _, l := range ls {
+		if usable(l, model) {
+			return true
+		}
+	}
+	return false
+}
+
+func usableOf(ls []*worker.Live, model string) []*worker.Live {
+	var out []*worker.Live
+	for _, l := range ls {
+		if usable(l, model) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

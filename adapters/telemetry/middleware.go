@@ -1,0 +1,152 @@
+package telemetry
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/felixge/httpsnoop"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/smg-go/smg/domain/wire"
+)
+
+// RequestIDHeaders are the request headers a client-supplied request id is taken from, first
+// present wins (smg-spec.md §3.8 `--request-id-headers` defaults).
+var RequestIDHeaders = []string{"X-Request-Id", "X-Correlation-Id", "X-Trace-Id", "Request-Id"}
+
+type ctxKey struct{}
+
+// reqInfo is filled in as the request passes the middleware layers, for the access log.
+type reqInfo struct {
+	id      string
+	traceID string
+	pattern string
+}
+
+// RequestID returns the request id Middleware assigned to the request carrying ctx, or "".
+func RequestID(ctx context.Context) string {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri.id
+	}
+	return ""
+}
+
+// Middleware wraps next with the gateway's request handling, logging through slog.Default()
+// and tracing with the global tracer provider. See NewMiddleware.
+func Middleware(next http.Handler) http.Handler { return NewMiddleware(slog.Default(), nil)(next) }
+
+// NewMiddleware returns the request middleware. For every request it:
+//   - takes the request id from the first of RequestIDHeaders, or generates one
+//     (`<prefix><24 alphanumerics>`, prefix by route: chatcmpl-, cmpl-, gnt-, resp-, msg_,
+//     req-; smg-spec.md §3.8), echoes it as X-Request-Id and stores it for RequestID(ctx);
+//   - starts a server span (otelhttp on tp, or the global provider when tp is nil; W3C trace
+//     context extracted from the request) named after the matched ServeMux pattern, tagged
+//     smg.request_id;
+//   - at debug level, writes one access-log record (method, path, route, status, bytes,
+//     duration_ms, request_id, trace_id).
+//
+// The response writer keeps http.Flusher and the other optional interfaces, so streamed
+// responses flush at once.
+func NewMiddleware(log *slog.Logger, tp trace.TracerProvider) func(http.Handler) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := []otelhttp.Option{otelhttp.WithPropagators(propagator), otelhttp.WithSpanNameFormatter(spanName)}
+	if tp != nil {
+		opts = append(opts, otelhttp.WithTracerProvider(tp))
+	}
+	return func(next http.Handler) http.Handler {
+		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ri, _ := r.Context().Value(ctxKey{}).(*reqInfo)
+			span := trace.SpanFromContext(r.Context())
+			if ri != nil {
+				span.SetAttributes(attribute.String("smg.request_id", ri.id))
+				if sc := span.SpanContext(); sc.HasTraceID() {
+					ri.traceID = sc.TraceID().String()
+				}
+			}
+			next.ServeHTTP(w, r) // r itself, so the mux's r.Pattern is visible to otelhttp
+			if ri != nil {
+				ri.pattern = r.Pattern
+			}
+		})
+		traced := otelhttp.NewHandler(inner, "smg", opts...)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ri := &reqInfo{id: incomingRequestID(r)}
+			if ri.id == "" {
+				ri.id = newRequestID(r.URL.Path)
+			}
+			w.Header().Set(wire.HeaderRequestID, ri.id)
+			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+			if !log.Enabled(r.Context(), slog.LevelDebug) {
+				traced.ServeHTTP(w, r)
+				return
+			}
+			start := time.Now()
+			m := httpsnoop.CaptureMetrics(traced, w, r)
+			log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("route", ri.pattern),
+				slog.Int("status", m.Code),
+				slog.Int64("bytes", m.Written),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.String("request_id", ri.id),
+				slog.String("trace_id", ri.traceID),
+			)
+		})
+	}
+}
+
+// spanName is the matched pattern ("POST /v1/chat/completions") once routing is known, else
+// the method.
+func spanName(_ string, r *http.Request) string {
+	if r.Pattern == "" {
+		return r.Method
+	}
+	if strings.HasPrefix(r.Pattern, r.Method+" ") {
+		return r.Pattern
+	}
+	return r.Method + " " + r.Pattern
+}
+
+func incomingRequestID(r *http.Request) string {
+	for _, h := range RequestIDHeaders {
+		if v := strings.TrimSpace(r.Header.Get(h)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newRequestID mints `<prefix><24 alphanumerics>` with the prefix of the route
+// (smg-spec.md §3.8).
+func newRequestID(path string) string {
+	prefix := "req-"
+	switch {
+	case strings.HasPrefix(path, "/v1/chat/completions"):
+		prefix = "chatcmpl-"
+	case strings.HasPrefix(path, "/v1/completions"):
+		prefix = "cmpl-"
+	case strings.HasPrefix(path, "/generate"):
+		prefix = "gnt-"
+	case strings.HasPrefix(path, "/v1/responses"):
+		prefix = "resp-"
+	case strings.HasPrefix(path, "/v1/messages"):
+		prefix = "msg_"
+	}
+	var b [24]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return prefix + string(b[:])
+}

@@ -1,0 +1,67 @@
+// Package app holds the use cases and the single fx composition root: New wires every
+// adapter and service of the gateway from one config.Config.
+package app
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/smg-go/smg/adapters/metrics"
+	"github.com/smg-go/smg/adapters/store/memory"
+	"github.com/smg-go/smg/adapters/telemetry"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/health"
+)
+
+// stopMargin is added to --shutdown-grace-period-secs for fx's stop deadline, so the other
+// OnStop hooks (span flush, metrics listener) still run after a full grace period.
+const stopMargin = 10 * time.Second
+
+// New builds the gateway: config (validated first: a bad value fails Start with the
+// *config.FlagError), telemetry (slog, OpenTelemetry), metrics, the worker store, registry,
+// health checker, the huma API and the main HTTP server. extra options are appended (tests
+// use fx.Populate, fx.Decorate or fx.Replace). fx's own event log is silent unless
+// --log-level is debug. Start binds the ports; Stop drains within
+// --shutdown-grace-period-secs.
+func New(cfg config.Config, extra ...fx.Option) *fx.App {
+	return fx.New(Options(cfg, extra...))
+}
+
+// Options is the option set New builds the app from, for fxtest.New in tests.
+func Options(cfg config.Config, extra ...fx.Option) fx.Option {
+	if err := cfg.Validate(); err != nil {
+		return fx.Options(fx.NopLogger, fx.Error(err))
+	}
+	opts := []fx.Option{
+		fx.Supply(cfg),
+		fx.StopTimeout(cfg.ShutdownGracePeriod + stopMargin),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
+			if strings.EqualFold(cfg.LogLevel, "debug") {
+				return &fxevent.SlogLogger{Logger: log}
+			}
+			return fxevent.NopLogger
+		}),
+		telemetry.Module(),
+		metrics.Module(),
+		memory.Module(),
+		health.Module(),
+		serverModule(),
+	}
+	opts = append(opts, extra...)
+	// The server is invoked last, at the root: its OnStart runs after every other hook (it
+	// listens once everything is up) and its OnStop runs first (drain before teardown).
+	opts = append(opts, fx.Invoke(func(*Server) {}))
+	return fx.Options(opts...)
+}
+
+// serverModule provides the main *http.ServeMux and the *Server listening on it.
+func serverModule() fx.Option {
+	return fx.Module("server",
+		fx.Provide(http.NewServeMux, newServer),
+	)
+}

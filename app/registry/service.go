@@ -1,0 +1,384 @@
+// Package registry is the worker-registration use case: it validates worker specs (POST
+// /workers bodies and the --prefill/--decode/--worker-urls startup workers), adds them to the
+// ports.WorkerStore, activates them in the background (first health probe, runtime and model
+// detection), and removes them with a drain period (smg-spec.md §3.2, §3.4).
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/health"
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// PairingKeyPlaceholder is what PairingKey returns until the pairing use case installs its
+// function with SetPairingKey (GET /workers shows it as pd_pairing).
+const PairingKeyPlaceholder = "unknown"
+
+// Accepted is the result of a registration accepted for background processing
+// (smg-spec.md §3.2 step 4): the new worker's id, its normalized URL, and its location
+// "/workers/<id>".
+type Accepted struct {
+	WorkerID string
+	URL      string
+	Location string
+}
+
+// Service registers, lists and removes workers. All changes to the store go through it, so
+// duplicate-URL checks and the replace-after-detection step are serialized. Safe for
+// concurrent use.
+type Service struct {
+	store  ports.WorkerStore
+	cfg    config.Config
+	client *http.Client
+	own    bool
+	log    *slog.Logger
+
+	pairing atomic.Pointer[func(worker.Worker) string]
+
+	mu     sync.Mutex // serializes registry changes to the store
+	jobs   map[string]context.CancelFunc
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New builds a Service. client nil = a private client; logger nil = slog.Default().
+// Background work (activation probes, drains) runs until Close.
+func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger *slog.Logger) *Service {
+	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{}}
+	if s.client == nil {
+		s.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		s.own = true
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Module provides *Service and ties it to the fx lifecycle: RegisterStartup on start (it
+// returns at once; probing runs in the background) and Close on stop. It needs
+// ports.WorkerStore and config.Config; *http.Client and *slog.Logger are used when provided.
+func Module() fx.Option {
+	return fx.Module("registry",
+		fx.Provide(func(p params) *Service { return New(p.Store, p.Config, p.Client, p.Logger) }),
+		fx.Invoke(func(lc fx.Lifecycle, s *Service) {
+			lc.Append(fx.Hook{OnStart: s.RegisterStartup, OnStop: s.Close})
+		}),
+	)
+}
+
+type params struct {
+	fx.In
+	Store  ports.WorkerStore
+	Config config.Config
+	Client *http.Client `optional:"true"`
+	Logger *slog.Logger `optional:"true"`
+}
+
+// SetPairingKey installs the function that computes a worker's pd_pairing key (the pairing
+// use case calls it, e.g. from an fx.Invoke). nil restores the placeholder. Safe to call at
+// any time.
+func (s *Service) SetPairingKey(f func(worker.Worker) string) {
+	if f == nil {
+		s.pairing.Store(nil)
+		return
+	}
+	s.pairing.Store(&f)
+}
+
+// PairingKey returns w's pd_pairing key, or PairingKeyPlaceholder while none is installed.
+func (s *Service) PairingKey(w worker.Worker) string {
+	if f := s.pairing.Load(); f != nil {
+		return (*f)(w)
+	}
+	return PairingKeyPlaceholder
+}
+
+// Config returns the configuration the service was built with.
+func (s *Service) Config() config.Config { return s.cfg }
+
+// Register validates spec, adds the worker to the store as pending and starts its activation
+// in the background; it returns without contacting the worker. Errors are *errs.Error in the
+// worker-API catalogue: 400 BAD_REQUEST (invalid spec, see Spec.Build), 409
+// WORKER_ALREADY_EXISTS (a worker with this URL is registered), 500 INTERNAL_SERVER_ERROR
+// (shutting down, store failure).
+//
+// Activation: an HTTP worker is probed (GET --health-check-endpoint) with growing pauses
+// until it answers 2xx, then its runtime, models and metadata labels are detected and it is
+// stored again as ready. A worker that never answers stays pending and is left to the health
+// checker (which fails it after 10×failure_threshold probes). Workers with health checks
+// disabled are made ready without a probe. grpc:// and ipc:// workers cannot be probed here
+// and stay pending.
+func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
+	w, err := spec.Build()
+	if err != nil {
+		return Accepted{}, err
+	}
+	w.ID = uuid.NewString()
+	if w.Mode != worker.ConnHTTP && w.Runtime == worker.RuntimeUnspecified {
+		w.Runtime = worker.RuntimeSGLang // no detection without HTTP (smg-spec.md §3.2 step 6)
+	}
+	healthOff := s.cfg.DisableHealthCheck || w.Health.Disable
+	l := worker.NewLive(w, worker.StatusPending)
+	if !healthOff && w.Mode != worker.ConnHTTP {
+		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.URL, "worker_type", string(w.Role))
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Worker registry is shutting down")
+	}
+	if old, err := s.store.GetByURL(w.URL); err == nil {
+		return Accepted{}, alreadyExists(w.URL, old.ID)
+	}
+	if w.Mode != worker.ConnHTTP && healthOff {
+		l.SetStatus(worker.StatusReady)
+	}
+	if err := s.store.Add(l); err != nil {
+		if errors.Is(err, ports.ErrDuplicateURL) {
+			old, _ := s.store.GetByURL(w.URL)
+			id := ""
+			if old != nil {
+				id = old.ID
+			}
+			return Accepted{}, alreadyExists(w.URL, id)
+		}
+		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Failed to register worker %s: %v", w.URL, err)
+	}
+	if w.Mode == worker.ConnHTTP {
+		ctx, cancel := context.WithCancel(s.ctx)
+		s.jobs[w.ID] = cancel
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.activate(ctx, l, healthOff)
+		}()
+	}
+	s.log.Info("worker registered", "worker", w.URL, "worker_id", w.ID, "worker_type", string(w.Role),
+		"runtime_type", string(w.Runtime), "kv_connector", w.KVConnector)
+	return Accepted{WorkerID: w.ID, URL: w.URL, Location: "/workers/" + w.ID}, nil
+}
+
+func alreadyExists(url, id string) *errs.Error {
+	return errs.New(409, wire.CodeWorkerAlreadyExists,
+		"Worker already exists at URL '%s' with ID %s. Use PUT /workers/%s to replace or PATCH /workers/%s to update.", url, id, id, id)
+}
+
+// activate waits for the worker's first successful probe, detects it and stores the
+// detected worker as ready in place of l.
+func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.jobs, l.ID)
+		s.mu.Unlock()
+	}()
+	timeout := l.Health.Timeout
+	if timeout <= 0 {
+		timeout = s.cfg.HealthCheckTimeout
+	}
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	maxPause := min(max(s.cfg.HealthCheckInterval, 10*time.Millisecond), 5*time.Second)
+	pause := min(50*time.Millisecond, maxPause)
+	warned := false
+	for !healthOff {
+		if !s.current(l) {
+			return
+		}
+		err := health.Probe(ctx, s.client, l.Worker, s.cfg.HealthCheckEndpoint, timeout)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !warned {
+			s.log.Warn("worker not answering yet; it stays pending and will be probed again",
+				"worker", l.URL, "worker_id", l.ID, "error", err.Error())
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, maxPause)
+	}
+
+	detected := s.detect(ctx, l.Worker, timeout)
+	if ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.current(l) {
+		return
+	}
+	if _, err := s.store.Remove(l.ID); err != nil {
+		return
+	}
+	nl := worker.NewLive(detected, worker.StatusReady)
+	if err := s.store.Add(nl); err != nil {
+		s.log.Error("re-adding detected worker failed", "worker", l.URL, "worker_id", l.ID, "error", err.Error())
+		return
+	}
+	s.log.Info("worker ready", "worker", nl.URL, "worker_id", nl.ID, "worker_type", string(nl.Role),
+		"runtime_type", string(nl.Runtime), "models", nl.Models)
+}
+
+// current reports whether l is still the registered worker for its id and still waiting
+// for activation (not failed or draining).
+func (s *Service) current(l *worker.Live) bool {
+	cur, err := s.store.Get(l.ID)
+	if err != nil || cur != l {
+		return false
+	}
+	st := l.Status()
+	return st != worker.StatusFailed && st != worker.StatusDraining
+}
+
+// Get returns the worker with id. Errors: 400 BAD_REQUEST for a non-UUID id, 404
+// WORKER_NOT_FOUND for an unknown one (smg-spec.md §3.4).
+func (s *Service) Get(id string) (*worker.Live, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, errs.New(400, wire.CodeWorkerBadRequest, "Invalid worker_id '%s' (expected UUID). Error: %v", id, err)
+	}
+	l, err := s.store.Get(id)
+	if err != nil {
+		return nil, errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
+	}
+	return l, nil
+}
+
+// List returns every registered worker in registration order.
+func (s *Service) List() []*worker.Live { return s.store.List() }
+
+// Remove unregisters the worker with id (smg-spec.md §3.4): a ready worker is marked
+// draining (not routable) and removed after its drain settle time (health.drain_settle_secs,
+// else cfg.DrainSettle); any other worker is removed at once. A pending activation is
+// cancelled. Errors as Get.
+func (s *Service) Remove(_ context.Context, id string) error {
+	if _, err := s.Get(id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, err := s.store.Get(id)
+	if err != nil {
+		return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
+	}
+	if cancel, ok := s.jobs[id]; ok {
+		cancel()
+		delete(s.jobs, id)
+	}
+	settle := s.cfg.DrainSettle
+	if l.Health.DrainSettle != nil {
+		settle = *l.Health.DrainSettle
+	}
+	if l.Status() != worker.StatusReady || settle <= 0 || s.closed {
+		if _, err := s.store.Remove(id); err != nil {
+			return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
+		}
+		s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
+		return nil
+	}
+	s.store.SetStatus(l, worker.StatusDraining)
+	s.log.Info("worker draining", "worker", l.URL, "worker_id", id, "drain_settle", settle.String())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTimer(settle)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cur, err := s.store.Get(id); err == nil && cur == l {
+			_, _ = s.store.Remove(id)
+			s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
+		}
+	}()
+	return nil
+}
+
+// RegisterStartup registers the workers named on the command line: every --prefill (with its
+// bootstrap port), every --decode, and every --worker-urls entry as regular. It returns once
+// they are in the store (pending); probing runs in the background, so start-up is not
+// delayed by slow or absent workers. A URL listed twice is registered once (warning); an
+// invalid one gives an error naming the flag (config.Validate normally catches it first).
+func (s *Service) RegisterStartup(ctx context.Context) error {
+	type entry struct {
+		flag string
+		spec Spec
+	}
+	var list []entry
+	for _, p := range s.cfg.Prefill {
+		list = append(list, entry{"--prefill", Spec{URL: p.URL, WorkerType: string(worker.RolePrefill), BootstrapPort: p.BootstrapPort}})
+	}
+	for _, u := range s.cfg.Decode {
+		list = append(list, entry{"--decode", Spec{URL: u, WorkerType: string(worker.RoleDecode)}})
+	}
+	for _, u := range s.cfg.WorkerURLs {
+		list = append(list, entry{"--worker-urls", Spec{URL: u, WorkerType: string(worker.RoleRegular)}})
+	}
+	var problems []error
+	for _, e := range list {
+		_, err := s.Register(ctx, e.spec)
+		if err == nil {
+			continue
+		}
+		if ee, ok := errs.As(err); ok && ee.Code == wire.CodeWorkerAlreadyExists {
+			s.log.Warn("startup worker listed twice; registered once", "flag", e.flag, "worker", e.spec.URL)
+			continue
+		}
+		msg := err.Error()
+		if ee, ok := errs.As(err); ok {
+			msg = ee.Message
+		}
+		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, e.spec.URL, msg))
+	}
+	return errors.Join(problems...)
+}
+
+// Close cancels pending activations, removes draining workers at once, and waits for the
+// background work, at most until ctx is done (then it returns ctx's error). Later Register
+// calls fail with 500.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.cancel()
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if s.own {
+		s.client.CloseIdleConnections()
+	}
+	return nil
+}

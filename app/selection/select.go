@@ -28,7 +28,8 @@ import (
 //     leg has no available worker serving the model (prefill checked first), or when the leg's
 //     policy picks nothing ("Policy <name> failed to select a <leg> worker").
 //   - 503 no_compatible_pd_pair (pairing.NoCompatiblePairError) when both legs have available
-//     workers but none pairs; the message is pairing.Explain over those workers and is logged at
+//     workers but none pairs; the message is pairing.Explain over those workers (via
+//     Matrix.ExplainWhere, O(workers) without allocation per worker) and is logged at
 //     warn level once per fleet change (at most every 30 s while the fleet is unchanged).
 func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, release func(), err error) {
 	if req == nil {
@@ -37,8 +38,12 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	sn := s.current()
 	groups := sn.mx.Pairable()
 
-	var cands []*worker.Live
-	var candGroup []int
+	n := 0
+	for gi := range groups {
+		n += len(groups[gi].Prefills)
+	}
+	cands := make([]*worker.Live, 0, n)
+	candGroup := make([]int, 0, n)
 	for gi := range groups {
 		g := &groups[gi]
 		if !anyUsable(g.Decodes, req.Model) {
@@ -113,15 +118,13 @@ func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live,
 
 // noPair classifies a failed selection: which leg has nothing available, or no pair at all.
 func (s *Selector) noPair(sn *snapshot, model string) error {
-	prefills := usableOf(sn.mx.Prefills(), model)
-	if len(prefills) == 0 {
+	if !anyUsable(sn.mx.Prefills(), model) {
 		return errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
-	decodes := usableOf(sn.mx.Decodes(), model)
-	if len(decodes) == 0 {
+	if !anyUsable(sn.mx.Decodes(), model) {
 		return errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
-	msg := pairing.Explain(prefills, decodes, sn.mx.Mode())
+	msg := sn.mx.ExplainWhere(func(l *worker.Live) bool { return usable(l, model) })
 	s.warnNoPair(sn.version, msg)
 	return pairing.NoCompatiblePairError(msg)
 }

@@ -37,7 +37,10 @@ const (
 // are cut at ExplainMaxKeyBytes. Compatible combinations are skipped; with nothing to detail
 // the message is ExplainPrefix alone. Cost: O(P + D + Gp·Gd).
 func Explain(prefills, decodes []*worker.Live, m Mode) string {
-	ps, ds := groupLegs(prefills), groupLegs(decodes)
+	return explainGroups(groupLegs(prefills), groupLegs(decodes), m)
+}
+
+func explainGroups(ps, ds []legGroup, m Mode) string {
 	var b strings.Builder
 	b.WriteString(ExplainPrefix)
 	n := 0

@@ -31,6 +31,7 @@ type Matrix struct {
 	decodes  []*worker.Live
 	groups   []Group
 	pairable []Group
+	dGroups  []Group              // decodes by descriptor (Decodes holds the members)
 	byLive   map[*worker.Live]int // prefill -> index in groups
 }
 
@@ -43,7 +44,6 @@ func NewMatrix(prefills, decodes []*worker.Live, m Mode) *Matrix {
 
 	// Distinct decode descriptors, and each decode's class.
 	dClass := make([]int, len(decodes))
-	var dDescs []Descriptor
 	dIndex := map[Descriptor]int{}
 	for i, l := range decodes {
 		if l == nil {
@@ -53,10 +53,11 @@ func NewMatrix(prefills, decodes []*worker.Live, m Mode) *Matrix {
 		desc := Describe(l.Worker)
 		c, ok := dIndex[desc]
 		if !ok {
-			c = len(dDescs)
+			c = len(mx.dGroups)
 			dIndex[desc] = c
-			dDescs = append(dDescs, desc)
+			mx.dGroups = append(mx.dGroups, Group{Descriptor: desc, Key: Key(desc)})
 		}
+		mx.dGroups[c].Decodes = append(mx.dGroups[c].Decodes, l)
 		dClass[i] = c
 	}
 
@@ -76,10 +77,10 @@ func NewMatrix(prefills, decodes []*worker.Live, m Mode) *Matrix {
 		mx.byLive[l] = g
 	}
 
-	compat := make([]bool, len(dDescs))
+	compat := make([]bool, len(mx.dGroups))
 	for g := range mx.groups {
-		for c, dd := range dDescs {
-			compat[c], _ = Compatible(mx.groups[g].Descriptor, dd, m)
+		for c := range mx.dGroups {
+			compat[c], _ = Compatible(mx.groups[g].Descriptor, mx.dGroups[c].Descriptor, m)
 		}
 		for i, l := range decodes {
 			if dClass[i] >= 0 && compat[dClass[i]] {
@@ -122,4 +123,37 @@ func (mx *Matrix) CompatibleDecodes(p *worker.Live) []*worker.Live {
 
 // Explain is the no_compatible_pd_pair explanation for the whole fleet of the matrix; see
 // Explain. It is meaningful only when Pairable is empty.
-func (mx *Matrix) Explain() string { return Explain(mx.prefills, mx.decodes, mx.mode) }
+func (mx *Matrix) Explain() string { return mx.ExplainWhere(nil) }
+
+// ExplainWhere is Explain over the matrix's workers for which keep reports true (nil keeps
+// all), typically the available workers serving the request's model. Combinations come in the
+// matrix's group order (registration order of each descriptor's first worker, kept or not),
+// each named by its first kept worker. It reuses the matrix's
+// descriptors, so it costs O(P + D) keep calls plus O(Gp·Gd) comparisons and allocates
+// nothing per worker: cheap enough for every failing request.
+func (mx *Matrix) ExplainWhere(keep func(*worker.Live) bool) string {
+	return explainGroups(filterGroups(mx.groups, keep, false), filterGroups(mx.dGroups, keep, true), mx.mode)
+}
+
+func filterGroups(gs []Group, keep func(*worker.Live) bool, decodes bool) []legGroup {
+	out := make([]legGroup, 0, len(gs))
+	for _, g := range gs {
+		members := g.Prefills
+		if decodes {
+			members = g.Decodes
+		}
+		lg := legGroup{desc: g.Descriptor}
+		for _, l := range members {
+			if keep == nil || keep(l) {
+				if lg.count == 0 {
+					lg.first = l
+				}
+				lg.count++
+			}
+		}
+		if lg.count > 0 {
+			out = append(out, lg)
+		}
+	}
+	return out
+}

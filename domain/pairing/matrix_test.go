@@ -118,3 +118,38 @@ func TestExplainBoundedForLargeFleets(t *testing.T) {
 	assert.Contains(t, got, "prefill http://p0:8000 (+9 more) [vllm/nixl/page=0,attn=aaaa")
 	assert.Contains(t, got, "...] vs decode http://d0:8000 (+9 more) [vllm/mooncake/page=100] differ in transport, page_size")
 }
+
+func TestMatrixExplainWhereMatchesExplain(t *testing.T) {
+	t.Parallel()
+	var ps, ds []*worker.Live
+	for i := range 12 {
+		ps = append(ps, live(fmt.Sprintf("http://p%d:8000", i), worker.RolePrefill, []string{"NixlConnector", "MooncakeConnector", ""}[i%3],
+			map[string]string{"page_size": fmt.Sprint(i % 2)}))
+		ds = append(ds, live(fmt.Sprintf("http://d%d:8000", i), worker.RoleDecode, []string{"MoRIIOConnector", "LMCacheConnectorV1"}[i%2],
+			map[string]string{"version": fmt.Sprint(i % 4)}))
+	}
+	// Dropping workers that are not the first of their descriptor keeps the group order.
+	keep := func(l *worker.Live) bool { return l.URL != "http://p7:8000" && l.URL != "http://d3:8000" }
+	var kp, kd []*worker.Live
+	for _, l := range ps {
+		if keep(l) {
+			kp = append(kp, l)
+		}
+	}
+	for _, l := range ds {
+		if keep(l) {
+			kd = append(kd, l)
+		}
+	}
+	for _, m := range []pairing.Mode{pairing.ModeLenient, pairing.ModeStrict} {
+		mx := pairing.NewMatrix(ps, ds, m)
+		assert.Equal(t, pairing.Explain(kp, kd, m), mx.ExplainWhere(keep), m)
+		assert.Equal(t, pairing.Explain(ps, ds, m), mx.Explain(), m)
+		assert.Contains(t, mx.ExplainWhere(keep), "prefill http://p0:8000 (+1 more) [vllm/nixl/page=0] vs decode http://d0:8000 (+2 more) [vllm/moriio/?]", m)
+		assert.Contains(t, mx.ExplainWhere(keep), "vs decode http://d1:8000 (+2 more) [vllm/lmcacheconnectorv1/?]", m)
+		// When a group's first worker is dropped, the next kept one stands for the group.
+		assert.Contains(t, mx.ExplainWhere(func(l *worker.Live) bool { return l.URL != "http://p0:8000" }),
+			"prefill http://p6:8000 [vllm/nixl/page=0] vs decode http://d0:8000 (+2 more) [vllm/moriio/?]", m)
+	}
+	assert.Equal(t, pairing.ExplainPrefix, pairing.NewMatrix(ps, ds, pairing.ModeStrict).ExplainWhere(func(*worker.Live) bool { return false }))
+}

@@ -1,0 +1,118 @@
+// Command smg-sim runs one simulated SGLang or vLLM prefill/decode engine instance (issue
+// #2): it parses flags into sim.Config, starts the simulator, prints one ready line and
+// serves until SIGINT or SIGTERM. See package github.com/smg-go/smg/test/sim.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smg-go/smg/test/sim"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(2)
+	}
+}
+
+// seconds is a duration flag that accepts a Go duration ("300ms", "2m") or bare seconds
+// ("30", "0.5").
+type seconds struct{ d *time.Duration }
+
+func (s seconds) String() string { return s.d.String() }
+func (s seconds) Type() string   { return "duration" }
+func (s seconds) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		*s.d = time.Duration(f * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("want a duration like 300ms or 30s, or bare seconds")
+	}
+	*s.d = d
+	return nil
+}
+
+func newCommand() *cobra.Command {
+	cfg := sim.DefaultConfig()
+	cfg.Engine, cfg.Role = "", ""
+	var itlMS, itlPerRunningMS float64
+	cmd := &cobra.Command{
+		Use:   "smg-sim --engine sglang|vllm --role prefill|decode [flags]",
+		Short: "Simulated SGLang / vLLM prefill or decode engine that checks the PD KV handoff",
+		Long: `smg-sim serves one engine instance on loopback and checks the PD handoff for real:
+SGLang bootstrap rooms (a prefill runs a bootstrap server; a decode claims its room at
+bootstrap_host:bootstrap_port), vLLM NIXL kv_transfer_params (a decode pulls the blocks
+from remote_host:remote_port) and vLLM Mooncake transfers (a decode fetches transfer_id from
+remote_bootstrap_addr). Counters: GET /sim/stats, POST /sim/reset.
+
+Per-request faults: body field sim_fault, "<prefill|decode|any>:<kind>[:<arg>]" or a list.
+Fault kinds: status:<code>, reset, hang, die-after:<tokens>, malformed,
+slow-first-byte:<ms>, delay-body:<ms>, no-kv-params.
+
+When ready it prints one line:
+  smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID
+(bootstrap=0 when the role has no bootstrap server). SIGINT/SIGTERM stop it cleanly.`,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.ITL = time.Duration(itlMS * float64(time.Millisecond))
+			cfg.ITLPerRunning = time.Duration(itlPerRunningMS * float64(time.Millisecond))
+			if cfg.Engine == "" || cfg.Role == "" {
+				return fmt.Errorf("--engine and --role are required")
+			}
+			return run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Engine, "engine", "", `engine to simulate: "sglang" or "vllm" (required)`)
+	f.StringVar(&cfg.Role, "role", "", `PD role: "prefill" or "decode" (required)`)
+	f.StringVar(&cfg.Host, "host", cfg.Host, "listen address of every listener")
+	f.IntVar(&cfg.Port, "port", 0, "main HTTP port (0 = pick a free port)")
+	f.StringVar(&cfg.Model, "model", cfg.Model, "served model id (/v1/models; vLLM rejects other model names with 404)")
+	f.StringVar(&cfg.EngineID, "engine-id", "", "KV engine id, vLLM remote_engine_id (default: random UUID)")
+	f.IntVar(&cfg.BootstrapPort, "bootstrap-port", 0,
+		"bootstrap server port of a SGLang prefill or vLLM Mooncake prefill (0 = pick a free port; ignored by other roles)")
+	f.StringVar(&cfg.KVConnector, "kv-connector", cfg.KVConnector, `vLLM KV connector: "nixl" or "mooncake" (ignored for sglang)`)
+	f.Float64Var(&cfg.PrefillTokensPerS, "prefill-tokens-per-s", 0,
+		"prefill speed in uncached prompt tokens per second (0 = instant)")
+	f.Float64Var(&itlMS, "itl-ms", 0, "inter-token latency per output token, in milliseconds")
+	f.Float64Var(&itlPerRunningMS, "itl-per-running-ms", 0,
+		"extra inter-token latency per running request, in milliseconds (ITL = itl-ms + this × running)")
+	f.IntVar(&cfg.MaxRunning, "max-running", cfg.MaxRunning,
+		"continuous-batching width in requests; excess requests queue (0 = unlimited)")
+	f.Var(seconds{&cfg.HandoffTimeout}, "handoff-timeout",
+		"how long a leg waits for its peer and unconsumed KV is kept (duration like 300ms/30s, or seconds; SGLang's own is 300s)")
+	f.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens; longer prompts get the engine's 400")
+	f.IntVar(&cfg.MaxRunningRequests, "max-running-requests", cfg.MaxRunningRequests,
+		"max_running_requests reported by SGLang /get_server_info and /server_info, in requests")
+	f.StringArrayVar(&cfg.Faults, "fault", nil,
+		"per-instance fault <kind>[:<arg>] applied to every inference request; repeatable (ms for slow-first-byte/delay-body, tokens for die-after, HTTP code for status)")
+	f.Var(seconds{&cfg.HangMax}, "hang-max", "upper bound of the hang fault (duration, or seconds)")
+	return cmd
+}
+
+func run(parent context.Context, cfg sim.Config) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := sim.Start(cfg)
+	if err != nil {
+		return err
+	}
+	c := srv.Config()
+	fmt.Printf("smg-sim %s %s listening on %s bootstrap=%d engine_id=%s\n", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+	<-ctx.Done()
+	return srv.Close()
+}

@@ -1,0 +1,156 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Engine, role and connector names accepted in [Config] (and by the smg-sim flags).
+const (
+	EngineSGLang = "sglang"
+	EngineVLLM   = "vllm"
+
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+
+	ConnectorNixl     = "nixl"
+	ConnectorMooncake = "mooncake"
+)
+
+// VLLMVersion is what a vLLM instance reports on GET /version; SGLangVersion is the
+// "version" of SGLang's /get_server_info.
+const (
+	VLLMVersion   = "0.11.0"
+	SGLangVersion = "0.5.3"
+)
+
+// Config describes one simulated engine instance. Zero values mean "default" where noted;
+// [DefaultConfig] returns the defaults explicitly. Durations are Go durations.
+type Config struct {
+	// Engine is "sglang" or "vllm" (required).
+	Engine string
+	// Role is "prefill" or "decode" (required).
+	Role string
+	// Host is the listen address of every listener; default "127.0.0.1".
+	Host string
+	// Port is the main HTTP port; 0 picks a free port.
+	Port int
+	// Model is the served model id (/v1/models); default "sim-model". A vLLM instance rejects
+	// a request naming another model with 404 NotFoundError.
+	Model string
+	// EngineID is the KV engine id (vLLM remote_engine_id, checked by Mooncake fetches);
+	// default a random UUID-like string.
+	EngineID string
+	// BootstrapPort is the bootstrap listener of a SGLang prefill or a vLLM Mooncake prefill;
+	// 0 picks a free port. Ignored by roles without a bootstrap server.
+	BootstrapPort int
+	// KVConnector is the vLLM connector, "nixl" (default) or "mooncake". Ignored for SGLang.
+	KVConnector string
+	// PrefillTokensPerS is the prefill speed in uncached prompt tokens per second; 0 means
+	// instant. Prefill time = uncached tokens / PrefillTokensPerS.
+	PrefillTokensPerS float64
+	// ITL is the inter-token latency per output token; the effective value is
+	// ITL + ITLPerRunning × (requests running). 0 means no delay.
+	ITL, ITLPerRunning time.Duration
+	// MaxRunning is the continuous-batching width: at most this many requests compute at a
+	// time; the rest queue (Stats.Waiting). Waiting for a handoff peer does not take a slot.
+	// 0 means unlimited.
+	MaxRunning int
+	// HandoffTimeout bounds how long a leg waits for its peer (a room claim, the KV, a
+	// Mooncake fetch) and how long unconsumed KV is kept; default 30s.
+	HandoffTimeout time.Duration
+	// MaxModelLen is the context length in tokens; longer prompts get the engine's 400.
+	// Default 32768.
+	MaxModelLen int
+	// MaxRunningRequests is reported as max_running_requests by SGLang /get_server_info and
+	// /server_info; default 2048 (it does not limit anything, see MaxRunning).
+	MaxRunningRequests int
+	// Faults are per-instance faults "<kind>[:<arg>]" applied to every inference request
+	// (see [ParseFault] for the kinds).
+	Faults []string
+	// HangMax bounds the "hang" fault; default 60s.
+	HangMax time.Duration
+}
+
+// DefaultConfig returns a SGLang decode on 127.0.0.1 with a free port and the defaults listed
+// on [Config]: model "sim-model", nixl, no prefill or ITL delay, MaxRunning 256,
+// HandoffTimeout 30s, MaxModelLen 32768, MaxRunningRequests 2048, HangMax 60s.
+func DefaultConfig() Config {
+	return Config{
+		Engine:             EngineSGLang,
+		Role:               RoleDecode,
+		Host:               "127.0.0.1",
+		Model:              "sim-model",
+		KVConnector:        ConnectorNixl,
+		MaxRunning:         256,
+		HandoffTimeout:     30 * time.Second,
+		MaxModelLen:        32768,
+		MaxRunningRequests: 2048,
+		HangMax:            60 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields and validates. Errors name the offending field.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.Host == "" {
+		c.Host = d.Host
+	}
+	if c.Model == "" {
+		c.Model = d.Model
+	}
+	if c.KVConnector == "" {
+		c.KVConnector = d.KVConnector
+	}
+	if c.HandoffTimeout == 0 {
+		c.HandoffTimeout = d.HandoffTimeout
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = d.MaxModelLen
+	}
+	if c.MaxRunningRequests == 0 {
+		c.MaxRunningRequests = d.MaxRunningRequests
+	}
+	if c.HangMax == 0 {
+		c.HangMax = d.HangMax
+	}
+	if c.EngineID == "" {
+		c.EngineID = randomID()
+	}
+	switch c.Engine {
+	case EngineSGLang, EngineVLLM:
+	default:
+		return c, fmt.Errorf("sim: engine %q: want %q or %q", c.Engine, EngineSGLang, EngineVLLM)
+	}
+	switch c.Role {
+	case RolePrefill, RoleDecode:
+	default:
+		return c, fmt.Errorf("sim: role %q: want %q or %q", c.Role, RolePrefill, RoleDecode)
+	}
+	switch c.KVConnector {
+	case ConnectorNixl, ConnectorMooncake:
+	default:
+		return c, fmt.Errorf("sim: kv connector %q: want %q or %q", c.KVConnector, ConnectorNixl, ConnectorMooncake)
+	}
+	if c.Port < 0 || c.Port > 65535 || c.BootstrapPort < 0 || c.BootstrapPort > 65535 {
+		return c, fmt.Errorf("sim: port %d / bootstrap port %d out of range", c.Port, c.BootstrapPort)
+	}
+	if c.PrefillTokensPerS < 0 || c.ITL < 0 || c.ITLPerRunning < 0 || c.MaxRunning < 0 ||
+		c.HandoffTimeout < 0 || c.MaxModelLen < 0 || c.MaxRunningRequests < 0 || c.HangMax < 0 {
+		return c, fmt.Errorf("sim: negative latency, size or timeout setting")
+	}
+	for _, f := range c.Faults {
+		if _, err := ParseFault(f); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// needsBootstrap reports whether the instance runs a bootstrap listener.
+func (c Config) needsBootstrap() bool {
+	if c.Role != RolePrefill {
+		return false
+	}
+	return c.Engine == EngineSGLang || c.KVConnector == ConnectorMooncake
+}

@@ -1,0 +1,19 @@
+// Package sim is smg's engine simulator: a protocol-faithful stand-in for one SGLang or vLLM
+// prefill or decode instance (issue #2). It serves the engine's HTTP surface on loopback and,
+// crucially, *checks* the KV handoff instead of accepting anything:
+//
+//   - SGLang: a prefill registers each bootstrap_room on its own bootstrap listener; a decode
+//     contacts bootstrap_host:bootstrap_port over real HTTP to claim the room and receive the
+//     KV (engines.md §2.3–§2.6). The prefill answers only after the transfer.
+//   - vLLM NIXL: a prefill returns real-vLLM-shaped kv_transfer_params; a decode carrying them
+//     pulls the blocks from remote_host:remote_port (engines.md §3.1).
+//   - vLLM Mooncake: a prefill pushes the KV to its bootstrap listener under transfer_id; a
+//     decode fetches it from remote_bootstrap_addr, checking remote_engine_id (engines.md §3.3,
+//     seed "Connector Modes").
+//
+// The text a decode generates is a deterministic function of what arrived through the
+// handoff; [HandoffText] and [RecomputeText] let tests tell a real handoff from a local
+// recompute. Counters are exposed by GET /sim/stats and [Server.Stats].
+//
+// Use [Start] in tests, or the cmd/smg-sim binary for demos and fleets.
+package sim

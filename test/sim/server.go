@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Server is one running simulated engine instance. Its methods are safe for concurrent use.
+type Server struct {
+	cfg    Config
+	faults []Fault
+	c      counters
+
+	port, bootPort int
+	url            string
+	idPrefix       string
+
+	mainSrv, bootSrv *http.Server
+	ctx              context.Context
+	cancel           context.CancelFunc
+	wg               sync.WaitGroup // serve loops and background leases
+
+	rv        *rendezvous
+	nixl      *nixlStore
+	slots     chan struct{}
+	transport *http.Transport
+	client    *http.Client
+	seq       atomic.Uint64
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func randomID() string { return uuid.NewString() }
+
+// Start validates cfg (filling defaults), binds the main listener and, for a SGLang prefill
+// or a vLLM Mooncake prefill, the bootstrap listener, and serves both in the background.
+// It returns an error for an invalid Config or a port that cannot be bound.
+func Start(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, rv: newRendezvous(), nixl: newNixlStore(), idPrefix: cfg.EngineID[:min(8, len(cfg.EngineID))] + "-"}
+	for _, f := range cfg.Faults {
+		fl, _ := ParseFault(f)
+		s.faults = append(s.faults, fl)
+	}
+	if cfg.MaxRunning > 0 {
+		s.slots = make(chan struct{}, cfg.MaxRunning)
+	}
+	s.transport = &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 2048,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	s.client = &http.Client{Transport: s.transport}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	mainLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, err
+	}
+	s.port = mainLn.Addr().(*net.TCPAddr).Port
+	s.url = "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(s.port))
+	var bootLn net.Listener
+	if cfg.needsBootstrap() {
+		bootLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.BootstrapPort)))
+		if err != nil {
+			_ = mainLn.Close()
+			return nil, err
+		}
+		s.bootPort = bootLn.Addr().(*net.TCPAddr).Port
+	}
+	s.mainSrv = s.newHTTPServer(s.mainMux())
+	s.serve(s.mainSrv, mainLn)
+	if bootLn != nil {
+		s.bootSrv = s.newHTTPServer(s.bootMux())
+		s.serve(s.bootSrv, bootLn)
+	}
+	return s, nil
+}
+
+func (s *Server) newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+}
+
+func (s *Server) serve(srv *http.Server, ln net.Listener) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = srv.Serve(ln)
+	}()
+}
+
+// URL is the main listener's base URL, "http://<host>:<port>".
+func (s *Server) URL() string { return s.url }
+
+// Port is the main listener's port.
+func (s *Server) Port() int { return s.port }
+
+// BootstrapPort is the bootstrap listener's port, 0 when the role has none.
+func (s *Server) BootstrapPort() int { return s.bootPort }
+
+// EngineID is the KV engine id (vLLM remote_engine_id).
+func (s *Server) EngineID() string { return s.cfg.EngineID }
+
+// Config returns the effective configuration (defaults filled in).
+func (s *Server) Config() Config { return s.cfg }
+
+// Stats returns the counters, the same numbers as GET /sim/stats.
+func (s *Server) Stats() Stats { return s.c.snapshot() }
+
+// Reset zeroes the counters, like POST /sim/reset. Running and Waiting stay live gauges and
+// MaxRunningSeen restarts from the current Running.
+func (s *Server) Reset() { s.c.reset() }
+
+// PendingHandoffs is the number of rooms, transfers and NIXL block sets currently held
+// (0 once every handoff has completed or expired).
+func (s *Server) PendingHandoffs() int { return s.rv.size() + s.nixl.size() }
+
+// Close stops the listeners, cancels in-flight requests and handoff waits, and returns once
+// every goroutine the server started has exited. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, srv := range []*http.Server{s.mainSrv, s.bootSrv} {
+			if srv == nil {
+				continue
+			}
+			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				s.closeErr = err
+			}
+			_ = srv.Close()
+		}
+		s.nixl.close()
+		s.wg.Wait()
+		s.transport.CloseIdleConnections()
+	})
+	return s.closeErr
+}

@@ -1,0 +1,89 @@
+package sim
+
+import "sync/atomic"
+
+// Stats are the counters of one instance, as served by GET /sim/stats (same JSON names).
+// All are counts since start or the last reset, except Running and Waiting (gauges).
+type Stats struct {
+	// Requests counts inference HTTP requests received (a batch counts once), faulted or not.
+	Requests int64 `json:"requests"`
+	// HandoffsSent counts KV handoffs a prefill completed: a SGLang room whose KV the decode
+	// received, a NIXL block set a decode pulled, a Mooncake transfer a decode fetched. One
+	// per batch item.
+	HandoffsSent int64 `json:"handoffs_sent"`
+	// HandoffsReceived counts KV a decode received through a handoff, one per batch item.
+	HandoffsReceived int64 `json:"handoffs_received"`
+	// RecomputedPrompts counts vLLM decode requests that computed the prompt locally because
+	// kv_transfer_params were absent or incomplete (vLLM's "Got invalid KVTransferParams").
+	RecomputedPrompts int64 `json:"recomputed_prompts"`
+	// UnmatchedRooms counts handoffs this instance's leg waited on for HandoffTimeout without
+	// its peer: a SGLang prefill room never claimed, a SGLang decode room never registered,
+	// a Mooncake transfer never fetched (prefill) or never pushed (decode), NIXL blocks never
+	// pulled (prefill lease expiry).
+	UnmatchedRooms int64 `json:"unmatched_rooms"`
+	// DuplicateRooms counts a room (or Mooncake transfer_id) used twice at once: a second
+	// prefill registration or a second decode claim while the first is pending. Counted by
+	// the instance that detects it (the prefill, whose bootstrap server holds the rooms).
+	DuplicateRooms int64 `json:"duplicate_rooms"`
+	// Aborted counts inference requests whose client went away before the response completed.
+	Aborted int64 `json:"aborted"`
+	// Running is the number of inference requests inside the engine now (from arrival to the
+	// end of the response, including handoff waits and queueing).
+	Running int64 `json:"running"`
+	// MaxRunningSeen is the highest Running observed.
+	MaxRunningSeen int64 `json:"max_running_seen"`
+	// Errors counts inference requests answered with an error status or an in-stream error
+	// event (injected status faults included).
+	Errors int64 `json:"errors"`
+	// Waiting is the number of requests queued for a compute slot (Config.MaxRunning).
+	Waiting int64 `json:"waiting"`
+	// PromptTokens and GenerationTokens total the prompt tokens computed and output tokens
+	// generated (also in /metrics).
+	PromptTokens     int64 `json:"prompt_tokens"`
+	GenerationTokens int64 `json:"generation_tokens"`
+}
+
+type counters struct {
+	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
+	aborted, running, maxRunning, errors, waiting, promptTokens, genTokens     atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Requests:          c.requests.Load(),
+		HandoffsSent:      c.handoffsSent.Load(),
+		HandoffsReceived:  c.handoffsReceived.Load(),
+		RecomputedPrompts: c.recomputed.Load(),
+		UnmatchedRooms:    c.unmatched.Load(),
+		DuplicateRooms:    c.duplicate.Load(),
+		Aborted:           c.aborted.Load(),
+		Running:           c.running.Load(),
+		MaxRunningSeen:    c.maxRunning.Load(),
+		Errors:            c.errors.Load(),
+		Waiting:           c.waiting.Load(),
+		PromptTokens:      c.promptTokens.Load(),
+		GenerationTokens:  c.genTokens.Load(),
+	}
+}
+
+// reset zeroes the counters; the gauges Running and Waiting keep their live values and
+// MaxRunningSeen restarts from the current Running.
+func (c *counters) reset() {
+	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
+		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens} {
+		a.Store(0)
+	}
+	c.maxRunning.Store(c.running.Load())
+}
+
+func (c *counters) enter() {
+	n := c.running.Add(1)
+	for {
+		m := c.maxRunning.Load()
+		if n <= m || c.maxRunning.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (c *counters) leave() { c.running.Add(-1) }

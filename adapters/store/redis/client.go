@@ -1,0 +1,97 @@
+// Package redis holds the Redis implementations of the shared-state ports
+// (ports.SlotCounter, ports.StickyStore), selected by --redis-url / SMG_REDIS_URL (issue #8).
+// Every gateway instance that uses the same Redis and key prefix shares the decode admission
+// windows and the sticky keys, so N instances behave as one.
+//
+// Calls are bounded by Options.OpTimeout (default 100 ms) and never retried beyond one
+// reconnect, so a dead or black-holed Redis costs a request at most about that long; the
+// errors are returned, and adapters/store.Fallback* turns them into per-instance counting.
+// Needs Redis >= 5 (scripts use TIME before writing, i.e. effects replication).
+package redis
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix       = "smg:"
+	DefaultOpTimeout    = 100 * time.Millisecond
+	DefaultLeaseTTL     = 10 * time.Second
+	DefaultPollInterval = 250 * time.Millisecond
+)
+
+// Options configure the Redis adapters. Zero values select the defaults.
+type Options struct {
+	// Prefix starts every key and channel name (default "smg:"). Instances that share state
+	// must use the same prefix; tests use a random one.
+	Prefix string
+	// OpTimeout bounds every Redis call (default 100 ms).
+	OpTimeout time.Duration
+	// LeaseTTL is the slot lease time (default 10 s): slots of an instance that stopped
+	// renewing return to the window within it.
+	LeaseTTL time.Duration
+	// PollInterval bounds every SlotCounter.Wait (default 250 ms), in case a release
+	// notification was lost (Pub/Sub reconnect) or a lease expired.
+	PollInterval time.Duration
+	// Logger receives the adapters' warnings (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = DefaultOpTimeout
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// NewClient parses url (redis://, rediss:// or unix://, as go-redis's ParseURL accepts)
+// and returns a client tuned for the request path: context deadlines honoured, reads,
+// writes and dials bounded by opTimeout (<= 0: DefaultOpTimeout; dials get 3x, at least
+// 250 ms, so a TLS handshake fits), one retry, one dial attempt. It does not connect: a
+// Redis that is down at start-up is not an error. The caller closes the client.
+func NewClient(url string, opTimeout time.Duration) (*goredis.Client, error) {
+	o, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	if opTimeout <= 0 {
+		opTimeout = DefaultOpTimeout
+	}
+	o.ContextTimeoutEnabled = true
+	o.ReadTimeout = opTimeout
+	o.WriteTimeout = opTimeout
+	o.DialTimeout = max(3*opTimeout, 250*time.Millisecond)
+	o.DialerRetries = 1
+	o.PoolTimeout = opTimeout
+	o.MaxRetries = 1
+	o.DisableIdentity = true // no CLIENT SETINFO round trip on every new connection
+	return goredis.NewClient(o), nil
+}
+
+// Ping checks that Redis answers within the op timeout.
+func Ping(ctx context.Context, c goredis.UniversalClient, opTimeout time.Duration) error {
+	if opTimeout <= 0 {
+		opTimeout = DefaultOpTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}

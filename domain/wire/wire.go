@@ -111,6 +111,10 @@ const (
 	CodeReadResponseFailed     = "read_response_failed"
 	CodePDTransportFailed      = "PD disaggregation request failed" // literal, smg-spec.md §2.6
 	CodeMoRIIORouteUnsupported = "moriio_route_unsupported"
+	// CodeMoRIIOConnectorUnsupported (501) refuses a vLLM pair with a MoRIIOConnector leg
+	// until MoRI-IO lands (issue #5: "refuse such a pair with a clear 501 rather than
+	// guessing"). Not a seed code: the seed's moriio_* codes describe the finished feature.
+	CodeMoRIIOConnectorUnsupported = "moriio_connector_unsupported"
 )
 
 // Worker-management API error codes (smg-spec.md §3.2, §3.4, §6.6). These endpoints answer

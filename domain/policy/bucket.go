@@ -1,12 +1,13 @@
 package policy
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
@@ -37,9 +38,11 @@ type Bucket struct {
 type bucketState struct {
 	mu         sync.Mutex
 	urls       []string // range owners, in order of first sight
-	upper      []int    // upper[i] is the inclusive upper bound of urls[i]'s range
+	known      map[string]bool
+	upper      []int // upper[i] is the inclusive upper bound of urls[i]'s range
 	totals     map[string]int
-	window     []bucketEntry // FIFO of routed sizes
+	window     []bucketEntry // FIFO of routed sizes; live entries are window[head:]
+	head       int
 	lastAdjust time.Time
 	prevAvg    float64
 }
@@ -75,7 +78,7 @@ func (p *Bucket) state(model string) *bucketState {
 	defer p.mu.Unlock()
 	st := p.models[model]
 	if st == nil {
-		st = &bucketState{totals: map[string]int{}}
+		st = &bucketState{totals: map[string]int{}, known: map[string]bool{}}
 		p.models[model] = st
 	}
 	return st
@@ -90,7 +93,7 @@ func (p *Bucket) Select(c []*worker.Live, req *Request) int {
 	if req != nil {
 		size = req.Tokens
 		if size <= 0 {
-			size = utf8.RuneCountInString(req.Text)
+			size = runeCount(req.Text)
 		}
 	}
 	now := p.now()
@@ -147,33 +150,32 @@ func (p *Bucket) imbalanced(st *bucketState, c []*worker.Live) int {
 	return -1
 }
 
-// expire drops window entries routed before cutoff.
+// expire drops window entries routed before cutoff (amortised O(1) per entry: the slice is
+// compacted only once the expired head is at least half of it).
 func (st *bucketState) expire(cutoff time.Time) {
-	k := 0
-	for k < len(st.window) && st.window[k].at.Before(cutoff) {
-		e := st.window[k]
+	for st.head < len(st.window) && st.window[st.head].at.Before(cutoff) {
+		e := st.window[st.head]
 		if st.totals[e.url] -= e.size; st.totals[e.url] <= 0 {
 			delete(st.totals, e.url)
 		}
-		k++
+		st.window[st.head] = bucketEntry{}
+		st.head++
 	}
-	if k > 0 {
-		st.window = append(st.window[:0], st.window[k:]...)
+	if st.head > 0 && st.head >= len(st.window)/2 {
+		st.window = append(st.window[:0], st.window[st.head:]...)
+		st.head = 0
 	}
 }
+
+// live returns the entries still in the window.
+func (st *bucketState) live() []bucketEntry { return st.window[st.head:] }
 
 // learn appends candidates not seen before as range owners and, if any, resets the ranges.
 func (st *bucketState) learn(c []*worker.Live) {
 	added := false
 	for _, w := range c {
-		known := false
-		for _, u := range st.urls {
-			if u == w.URL {
-				known = true
-				break
-			}
-		}
-		if !known {
+		if !st.known[w.URL] {
+			st.known[w.URL] = true
 			st.urls = append(st.urls, w.URL)
 			added = true
 		}
@@ -201,12 +203,12 @@ func (st *bucketState) resetRanges() {
 // adjust recomputes the ranges from the window so each owner gets about equal total size.
 func (st *bucketState) adjust() {
 	k := len(st.urls)
-	if k == 0 || len(st.window) == 0 {
+	if k == 0 || len(st.live()) == 0 {
 		return
 	}
-	sizes := make([]int, len(st.window))
+	sizes := make([]int, len(st.live()))
 	total := 0
-	for i, e := range st.window {
+	for i, e := range st.live() {
 		sizes[i] = e.size
 		total += e.size
 	}
@@ -252,13 +254,32 @@ func (p *Bucket) RemoveWorker(url string) {
 			}
 		}
 		delete(st.totals, url)
+		delete(st.known, url)
 		w := st.window[:0]
-		for _, e := range st.window {
+		for _, e := range st.live() {
 			if e.url != url {
 				w = append(w, e)
 			}
 		}
-		st.window = w
+		clear(st.window[len(w):])
+		st.window, st.head = w, 0
 		st.mu.Unlock()
 	}
+}
+
+// runeCount counts the UTF-8 code points of s as the bytes that are not continuation bytes
+// (10xxxxxx), eight bytes at a time; equal to utf8.RuneCountInString for valid UTF-8.
+func runeCount(s string) int {
+	const high = 0x8080808080808080
+	cont, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		cont += bits.OnesCount64(w & ^(w << 1) & high)
+	}
+	for ; i < len(s); i++ {
+		if s[i]&0xC0 == 0x80 {
+			cont++
+		}
+	}
+	return len(s) - cont
 }

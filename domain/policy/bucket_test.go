@@ -53,6 +53,8 @@ func TestBucketInitialRangesSplit4096(t *testing.T) {
 		assert.Equal(t, tc.want, p.Select(ws, &policy.Request{Model: "m", Tokens: tc.size}), "size %d", tc.size)
 	}
 	assert.Equal(t, 1, p.Select(ws, &policy.Request{Model: "m", Text: strings.Repeat("é", 1500)}), "size in runes, not bytes")
+	assert.Equal(t, 1, p.Select(ws, &policy.Request{Model: "m", Text: strings.Repeat("日", 1100) + "abc"}), "3-byte runes")
+	assert.Equal(t, 0, p.Select(ws, &policy.Request{Model: "m", Text: strings.Repeat("😀", 1023)}), "4-byte runes")
 }
 
 func TestBucketSendsToTheLightestWorkerWhenImbalanced(t *testing.T) {

@@ -21,12 +21,13 @@ import (
 // kv_connector, kv_role, kv_engine_id and bootstrap_port are honoured (seed "Where the
 // Connector Comes From").
 type Spec struct {
+	_               struct{}          `additionalProperties:"true"` // unknown keys are ignored
 	URL             string            `json:"url" doc:"Worker URL with a lowercase http://, https://, grpc://, grpcs:// or ipc:// scheme; a trailing '/' is dropped." example:"http://prefill-0:8000"`
 	WorkerType      string            `json:"worker_type,omitempty" enum:"regular,prefill,decode,encode" default:"regular" doc:"The worker's role. ipc:// workers can only be regular."`
 	ConnectionMode  string            `json:"connection_mode,omitempty" enum:"http,grpc,zmq" doc:"Accepted for compatibility; the URL scheme decides the transport."`
 	RuntimeType     string            `json:"runtime_type,omitempty" enum:"unspecified,sglang,vllm,trtllm,mlx,tokenspeed,generic,external" doc:"The engine. Absent or unspecified: detected over HTTP (GET /v1/models owned_by, then /version for vLLM or /server_info for SGLang), default sglang."`
 	Runtime         string            `json:"runtime,omitempty" doc:"Alias of runtime_type."`
-	Models          []ModelCard       `json:"models,omitempty" doc:"Models served; absent: the ids the worker lists on GET /v1/models, or every model when it lists none."`
+	Models          []ModelCard       `json:"models,omitempty" doc:"Models served, as {\"id\": ...} objects (a bare id string is accepted too); absent: the ids the worker lists on GET /v1/models, or every model when it lists none."`
 	Labels          map[string]string `json:"labels,omitempty" doc:"Free-form labels. kv_connector, kv_role, kv_engine_id and bootstrap_port here fill the dedicated fields (the top-level field wins)."`
 	BootstrapPort   *int              `json:"bootstrap_port,omitempty" minimum:"1" maximum:"65535" doc:"Bootstrap server port of a prefill worker (SGLang; vLLM Mooncake)."`
 	KVConnector     string            `json:"kv_connector,omitempty" doc:"vLLM KV connector, e.g. NixlConnector, MooncakeConnector, MoRIIOConnector. HTTP vLLM workers report none, so set it here."`
@@ -42,7 +43,8 @@ type Spec struct {
 // ModelCard names one model a worker serves (smg-spec.md §3.1). Only id is used; other
 // ModelCard keys are ignored. A bare string is accepted as {"id": "<string>"}.
 type ModelCard struct {
-	ID string `json:"id" minLength:"1" doc:"Model id, as clients send it in the request's model field."`
+	_  struct{} `additionalProperties:"true"` // other ModelCard keys are ignored
+	ID string   `json:"id" minLength:"1" doc:"Model id, as clients send it in the request's model field."`
 }
 
 // UnmarshalJSON accepts {"id": "..."} or "...".
@@ -57,12 +59,13 @@ func (m *ModelCard) UnmarshalJSON(b []byte) error {
 // HealthSpec holds per-worker health overrides (smg-spec.md §3.1 `health`). Absent fields
 // use the gateway's --health-* and --drain-settle-secs values.
 type HealthSpec struct {
-	TimeoutSecs        *int  `json:"timeout_secs,omitempty" minimum:"1" doc:"Probe timeout, seconds."`
-	CheckIntervalSecs  *int  `json:"check_interval_secs,omitempty" minimum:"1" doc:"Seconds between probes."`
-	SuccessThreshold   *int  `json:"success_threshold,omitempty" minimum:"1" doc:"Consecutive successes that make the worker ready."`
-	FailureThreshold   *int  `json:"failure_threshold,omitempty" minimum:"1" doc:"Consecutive failures that make a ready worker not_ready."`
-	DisableHealthCheck *bool `json:"disable_health_check,omitempty" doc:"Never probe; the worker is ready once registered."`
-	DrainSettleSecs    *int  `json:"drain_settle_secs,omitempty" minimum:"0" doc:"Seconds DELETE keeps a ready worker draining before removal."`
+	_                  struct{} `additionalProperties:"true"`
+	TimeoutSecs        *int     `json:"timeout_secs,omitempty" minimum:"1" doc:"Probe timeout, seconds."`
+	CheckIntervalSecs  *int     `json:"check_interval_secs,omitempty" minimum:"1" doc:"Seconds between probes."`
+	SuccessThreshold   *int     `json:"success_threshold,omitempty" minimum:"1" doc:"Consecutive successes that make the worker ready."`
+	FailureThreshold   *int     `json:"failure_threshold,omitempty" minimum:"1" doc:"Consecutive failures that make a ready worker not_ready."`
+	DisableHealthCheck *bool    `json:"disable_health_check,omitempty" doc:"Never probe; the worker is ready once registered."`
+	DrainSettleSecs    *int     `json:"drain_settle_secs,omitempty" minimum:"0" doc:"Seconds DELETE keeps a ready worker draining before removal."`
 }
 
 // Defaults of the stored-only fields (smg-spec.md §3.1).

@@ -1,0 +1,141 @@
+// Package api is the gateway's admin and health HTTP API, served with huma v2 on the main
+// http.ServeMux: worker management (POST/GET/DELETE /workers), /health, /liveness,
+// /readiness and /v1/models (smg-spec.md §3.2, §3.4, §3.8). The OpenAPI 3.1 document is
+// served at /openapi.yaml and /openapi.json and committed as openapi/openapi.yaml.
+package api
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/app/version"
+	"github.com/smg-go/smg/domain/wire"
+)
+
+// Paths of the API documents served by NewHumaAPI.
+const (
+	OpenAPIPath = "/openapi" // + ".yaml" / ".json" (3.1), "-3.0.yaml" / "-3.0.json"
+	DocsPath    = "/docs"
+)
+
+// ErrorBody is the worker-API error shape {"error":"<text>","code":"<CODE>"}
+// (smg-spec.md §3.4, §6.6). Every error this API answers with has it, including the ones
+// huma itself raises (a request body over the limit, a bad parameter): huma.NewError is set
+// to build an ErrorBody when this package is loaded.
+type ErrorBody struct {
+	status int
+	// Message is the human-readable explanation.
+	Message string `json:"error" doc:"Human-readable explanation." example:"Worker 6f1c0a54-2b7e-4c8e-9d55-0c2f0e0f6a11 not found"`
+	// Code is the stable machine-readable code: BAD_REQUEST, WORKER_NOT_FOUND,
+	// WORKER_ALREADY_EXISTS, INTERNAL_SERVER_ERROR, or the status's reason in upper snake case.
+	Code string `json:"code" doc:"Stable machine-readable code." example:"WORKER_NOT_FOUND"`
+}
+
+// Error implements error.
+func (e *ErrorBody) Error() string { return e.Message }
+
+// GetStatus implements huma.StatusError.
+func (e *ErrorBody) GetStatus() int { return e.status }
+
+// ContentType implements huma.ContentTypeFilter: errors are plain application/json.
+func (e *ErrorBody) ContentType(string) string { return "application/json" }
+
+// NewErrorBody builds an ErrorBody answered with status.
+func NewErrorBody(status int, code, message string) *ErrorBody {
+	return &ErrorBody{status: status, Code: code, Message: message}
+}
+
+func init() {
+	huma.NewError = newHumaError
+}
+
+// newHumaError maps huma's own errors into the worker-API shape. Validation failures
+// (huma's 422) are answered as 400 BAD_REQUEST, as the worker API does (smg-spec.md §3.2).
+func newHumaError(status int, msg string, errs ...error) huma.StatusError {
+	if status == http.StatusUnprocessableEntity {
+		status = http.StatusBadRequest
+	}
+	parts := []string{}
+	if msg != "" {
+		parts = append(parts, msg)
+	}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if d, ok := err.(huma.ErrorDetailer); ok {
+			det := d.ErrorDetail()
+			if det.Location != "" {
+				parts = append(parts, det.Location+": "+det.Message)
+				continue
+			}
+			parts = append(parts, det.Message)
+			continue
+		}
+		parts = append(parts, err.Error())
+	}
+	return &ErrorBody{status: status, Code: codeForStatus(status), Message: strings.Join(parts, "; ")}
+}
+
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return wire.CodeWorkerBadRequest
+	case http.StatusInternalServerError:
+		return wire.CodeWorkerInternalError
+	}
+	if t := http.StatusText(status); t != "" {
+		return strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_", "'", "").Replace(t))
+	}
+	return "ERROR"
+}
+
+// NewHumaAPI builds the huma API on mux: OpenAPI 3.1 titled "smg" with version.Version, the
+// document at /openapi.yaml and /openapi.json (3.0 downgrades at /openapi-3.0.*), docs at
+// /docs. Response bodies carry no "$schema" links. Register adds the operations.
+func NewHumaAPI(mux *http.ServeMux) huma.API {
+	cfg := huma.DefaultConfig("smg", version.Version)
+	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
+	cfg.CreateHooks = nil // no $schema field in bodies, no Link headers
+	cfg.SchemasPath = ""
+	cfg.OpenAPIPath = OpenAPIPath
+	cfg.DocsPath = DocsPath
+	cfg.Info.Description = "smg gateway admin and health API: worker registration and listing, " +
+		"liveness, readiness and the model list. Worker-management errors use the body " +
+		`{"error":"<text>","code":"<CODE>"}.`
+	return humago.New(mux, cfg)
+}
+
+// schemaNames renames types whose Go names read badly in the document.
+var schemaNames = map[reflect.Type]string{
+	reflect.TypeFor[registry.Spec]():       "WorkerSpec",
+	reflect.TypeFor[registry.HealthSpec](): "WorkerHealth",
+	reflect.TypeFor[ErrorBody]():           "WorkerError",
+}
+
+func schemaName(t reflect.Type, hint string) string {
+	if n, ok := schemaNames[t]; ok {
+		return n
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+		if n, ok := schemaNames[t]; ok {
+			return n
+		}
+	}
+	return huma.DefaultSchemaNamer(t, hint)
+}
+
+// OpenAPIYAML returns the OpenAPI 3.1 document of the API as YAML, built without a server
+// or any dependency (`smg openapi` writes it to openapi/openapi.yaml). It is byte-identical
+// to what GET /openapi.yaml serves.
+func OpenAPIYAML() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return h.OpenAPI().YAML()
+}

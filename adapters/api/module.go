@@ -1,0 +1,61 @@
+package api
+
+import (
+	"reflect"
+
+	"github.com/danielgtaylor/huma/v2"
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/ports"
+)
+
+// Deps is what the operations use. Register only records them; a zero Deps is enough to build
+// the OpenAPI document (OpenAPIYAML), but serving requests needs every field.
+type Deps struct {
+	// Registry serves /workers (and computes pd_pairing via Registry.PairingKey).
+	Registry *registry.Service
+	// Store is read by /readiness and /v1/models.
+	Store ports.WorkerStore
+	// Config gives the readiness rule (PDDisaggregation).
+	Config config.Config
+}
+
+// Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
+// DELETE /workers/{id}, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
+// once per API.
+func Register(h huma.API, d Deps) {
+	registerWorkers(h, d)
+	registerHealth(h, d)
+	// A POST /workers body is parsed by registry.ParseSpec, not by huma: document it here.
+	if op := h.OpenAPI().Paths["/workers"].Post; op != nil {
+		op.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+			"application/json": {Schema: h.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[registry.Spec](), true, "WorkerSpec")},
+		}}
+	}
+	// huma's 422 validation errors are answered as 400 (newHumaError); do not document them.
+	for _, item := range h.OpenAPI().Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {
+			if op != nil {
+				delete(op.Responses, "422")
+			}
+		}
+	}
+}
+
+// Module registers the operations on the fx-provided huma.API (built with NewHumaAPI by the
+// composition root) with the provided *registry.Service, ports.WorkerStore and config.Config.
+func Module() fx.Option {
+	return fx.Module("api", fx.Invoke(func(p params) {
+		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config})
+	}))
+}
+
+type params struct {
+	fx.In
+	API      huma.API
+	Registry *registry.Service
+	Store    ports.WorkerStore
+	Config   config.Config
+}

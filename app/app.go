@@ -16,6 +16,7 @@ import (
 	"github.com/smg-go/smg/adapters/telemetry"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/health"
+	"github.com/smg-go/smg/app/registry"
 )
 
 // stopMargin is added to --shutdown-grace-period-secs for fx's stop deadline, so the other
@@ -49,6 +50,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		telemetry.Module(),
 		metrics.Module(),
 		memory.Module(),
+		registry.Module(),
 		health.Module(),
 		serverModule(),
 	}

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/smg-go/smg/app/config"
+)
+
+// Flag groups, in the order `smg launch --help` shows them.
+const (
+	groupServer        = "Server"
+	groupPD            = "PD disaggregation"
+	groupWorkers       = "Workers"
+	groupPolicies      = "Policies"
+	groupHealth        = "Health checks"
+	groupResilience    = "Resilience (retries, circuit breaker)"
+	groupTimeouts      = "Timeouts"
+	groupObservability = "Observability"
+)
+
+var groupOrder = []string{
+	groupServer, groupPD, groupWorkers, groupPolicies, groupHealth, groupResilience,
+	groupTimeouts, groupObservability,
+}
+
+const groupAnnotation = "smg_group"
+
+// launchFlags defines every `smg launch` flag on fs, bound to cfg (which holds the defaults
+// on entry). Names and defaults: the seed's "Configuration" and smg-spec.md §8. A
+// backquoted word in a usage string is the value placeholder --help shows.
+func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
+	var group string
+	add := func(name string) { _ = fs.SetAnnotation(name, groupAnnotation, []string{group}) }
+
+	group = groupServer
+	fs.StringVar(&cfg.Host, "host", cfg.Host, "address to listen on")
+	add("host")
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "`port` to listen on; the PORT environment variable overrides it")
+	add("port")
+	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis `url` for state shared between gateway replicas (empty: in memory)")
+	add("redis-url")
+	fs.Int64Var(&cfg.MaxPayloadSize, "max-payload-size", cfg.MaxPayloadSize, "largest request body in `bytes`")
+	add("max-payload-size")
+
+	group = groupPD
+	fs.BoolVar(&cfg.PDDisaggregation, "pd-disaggregation", cfg.PDDisaggregation, "enable prefill/decode disaggregation")
+	add("pd-disaggregation")
+	fs.Var(&prefillValue{specs: &cfg.Prefill}, "prefill", "prefill worker `url`, optionally followed by its bootstrap port or none; repeat per worker")
+	add("prefill")
+	fs.StringArrayVar(&cfg.Decode, "decode", cfg.Decode, "decode worker `url`; repeat per worker")
+	add("decode")
+	fs.StringVar(&cfg.PairingMode, "pd-pairing-mode", cfg.PairingMode, "how strictly legs must share a KV transfer protocol: off, lenient or strict")
+	add("pd-pairing-mode")
+	fs.Var(&secsValue{d: &cfg.PDAdmissionWait}, "pd-admission-wait-secs", "gRPC: how long a dispatch waits for a free decode slot before it is shed (0 sheds at once)")
+	add("pd-admission-wait-secs")
+
+	group = groupWorkers
+	fs.StringArrayVar(&cfg.WorkerURLs, "worker-urls", cfg.WorkerURLs, "regular (non-PD) worker `url`; repeat per worker")
+	add("worker-urls")
+	fs.BoolVar(&cfg.DPAware, "dp-aware", cfg.DPAware, "register one worker per data-parallel rank")
+	add("dp-aware")
+	fs.StringVar(&cfg.ModelPath, "model-path", cfg.ModelPath, "gRPC: tokenizer/model `path` loaded at start-up")
+	add("model-path")
+	fs.StringVar(&cfg.TokenizerPath, "tokenizer-path", cfg.TokenizerPath, "gRPC: tokenizer `path` (overrides --model-path for the tokenizer)")
+	add("tokenizer-path")
+
+	group = groupPolicies
+	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "routing `policy`: random, round_robin, cache_aware, power_of_two, least_load, prefix_hash, consistent_hashing, manual, bucket")
+	add("policy")
+	fs.StringVar(&cfg.PrefillPolicy, "prefill-policy", cfg.PrefillPolicy, "prefill-leg `policy` (default: --policy)")
+	add("prefill-policy")
+	fs.StringVar(&cfg.DecodePolicy, "decode-policy", cfg.DecodePolicy, "decode-leg `policy` (default: --policy; bucket is not allowed)")
+	add("decode-policy")
+	fs.Float64Var(&cfg.CacheThreshold, "cache-threshold", cfg.CacheThreshold, "cache_aware: prefix match rate (0-1) above which the matching worker is kept")
+	add("cache-threshold")
+	fs.IntVar(&cfg.BalanceAbsThreshold, "balance-abs-threshold", cfg.BalanceAbsThreshold, "cache_aware/bucket: absolute load gap that triggers balancing")
+	add("balance-abs-threshold")
+	fs.Float64Var(&cfg.BalanceRelThreshold, "balance-rel-threshold", cfg.BalanceRelThreshold, "cache_aware/bucket: relative load ratio (>= 1) that triggers balancing")
+	add("balance-rel-threshold")
+	fs.IntVar(&cfg.EvictionIntervalSecs, "eviction-interval", cfg.EvictionIntervalSecs, "cache_aware/manual: eviction interval in `seconds`")
+	add("eviction-interval")
+	fs.IntVar(&cfg.MaxTreeSize, "max-tree-size", cfg.MaxTreeSize, "cache_aware: prefix tree budget per model (characters)")
+	add("max-tree-size")
+	fs.IntVar(&cfg.PrefixTokenCount, "prefix-token-count", cfg.PrefixTokenCount, "prefix_hash: tokens hashed for the routing key")
+	add("prefix-token-count")
+	fs.Float64Var(&cfg.PrefixHashLoadFactor, "prefix-hash-load-factor", cfg.PrefixHashLoadFactor, "prefix_hash: load factor (>= 1) above which the ring target is skipped")
+	add("prefix-hash-load-factor")
+	fs.IntVar(&cfg.MaxIdleSecs, "max-idle-secs", cfg.MaxIdleSecs, "manual: sticky keys idle this many `seconds` are evicted")
+	add("max-idle-secs")
+	fs.Float64Var(&cfg.LeastLoadKVPressureWeight, "least-load-kv-pressure-weight", cfg.LeastLoadKVPressureWeight, "least_load: weight of KV-cache pressure in the score")
+	add("least-load-kv-pressure-weight")
+	fs.Float64Var(&cfg.LeastLoadDefaultThroughput, "least-load-default-throughput", cfg.LeastLoadDefaultThroughput, "least_load: assumed throughput (tokens/s) of workers without a load report")
+	add("least-load-default-throughput")
+	fs.IntVar(&cfg.LeastLoadMeanPrefillTokens, "least-load-mean-prefill-tokens", cfg.LeastLoadMeanPrefillTokens, "least_load: assumed prompt `tokens` per waiting request")
+	add("least-load-mean-prefill-tokens")
+	fs.IntVar(&cfg.LeastLoadMaxWaitingReqs, "least-load-max-waiting-requests", cfg.LeastLoadMaxWaitingReqs, "least_load: skip workers with this many waiting requests (0: off)")
+	add("least-load-max-waiting-requests")
+	fs.StringArrayVar(&cfg.RoutingKeyHeaders, "routing-key-headers", cfg.RoutingKeyHeaders, "request `header` carrying the routing key; repeat for more")
+	add("routing-key-headers")
+
+	group = groupHealth
+	fs.IntVar(&cfg.HealthFailureThreshold, "health-failure-threshold", cfg.HealthFailureThreshold, "consecutive failed probes that make a ready worker not ready")
+	add("health-failure-threshold")
+	fs.IntVar(&cfg.HealthSuccessThreshold, "health-success-threshold", cfg.HealthSuccessThreshold, "consecutive good probes that make a worker ready")
+	add("health-success-threshold")
+	fs.Var(&secsValue{d: &cfg.HealthCheckTimeout}, "health-check-timeout-secs", "probe timeout")
+	add("health-check-timeout-secs")
+	fs.Var(&secsValue{d: &cfg.HealthCheckInterval}, "health-check-interval-secs", "time between probes of one worker")
+	add("health-check-interval-secs")
+	fs.StringVar(&cfg.HealthCheckEndpoint, "health-check-endpoint", cfg.HealthCheckEndpoint, "worker `path` probed with GET")
+	add("health-check-endpoint")
+	fs.BoolVar(&cfg.DisableHealthCheck, "disable-health-check", cfg.DisableHealthCheck, "never probe workers; they are ready once registered")
+	add("disable-health-check")
+	fs.BoolVar(&cfg.RemoveUnhealthy, "remove-unhealthy-workers", cfg.RemoveUnhealthy, "unregister workers that reach the failed state")
+	add("remove-unhealthy-workers")
+	fs.Var(&secsValue{d: &cfg.DrainSettle}, "drain-settle-secs", "DELETE /workers keeps a ready worker draining this long before removal")
+	add("drain-settle-secs")
+
+	group = groupResilience
+	fs.IntVar(&cfg.RetryMaxRetries, "retry-max-retries", cfg.RetryMaxRetries, "total attempts per request, first included (>= 1)")
+	add("retry-max-retries")
+	fs.IntVar(&cfg.RetryInitialBackoffMS, "retry-initial-backoff-ms", cfg.RetryInitialBackoffMS, "first retry backoff in `ms`")
+	add("retry-initial-backoff-ms")
+	fs.IntVar(&cfg.RetryMaxBackoffMS, "retry-max-backoff-ms", cfg.RetryMaxBackoffMS, "largest retry backoff in `ms`")
+	add("retry-max-backoff-ms")
+	fs.Float64Var(&cfg.RetryBackoffMult, "retry-backoff-multiplier", cfg.RetryBackoffMult, "backoff growth per attempt (>= 1)")
+	add("retry-backoff-multiplier")
+	fs.Float64Var(&cfg.RetryJitterFactor, "retry-jitter-factor", cfg.RetryJitterFactor, "random jitter share of each backoff (0-1)")
+	add("retry-jitter-factor")
+	fs.BoolVar(&cfg.DisableRetries, "disable-retries", cfg.DisableRetries, "send every request once")
+	add("disable-retries")
+	fs.IntVar(&cfg.CBFailureThreshold, "cb-failure-threshold", cfg.CBFailureThreshold, "consecutive failures that open a worker's circuit breaker")
+	add("cb-failure-threshold")
+	fs.IntVar(&cfg.CBSuccessThreshold, "cb-success-threshold", cfg.CBSuccessThreshold, "consecutive half-open successes that close it again")
+	add("cb-success-threshold")
+	fs.Var(&secsValue{d: &cfg.CBTimeout}, "cb-timeout-duration-secs", "how long an open breaker waits before half-open")
+	add("cb-timeout-duration-secs")
+	fs.Var(&secsValue{d: &cfg.CBWindow}, "cb-window-duration-secs", "accepted for compatibility; the breaker counts consecutive outcomes")
+	add("cb-window-duration-secs")
+	fs.BoolVar(&cfg.DisableCircuitBreaker, "disable-circuit-breaker", cfg.DisableCircuitBreaker, "never open circuit breakers")
+	add("disable-circuit-breaker")
+
+	group = groupTimeouts
+	fs.Var(&secsValue{d: &cfg.RequestTimeout}, "request-timeout-secs", "whole-request deadline, both legs included")
+	add("request-timeout-secs")
+	fs.Var(&secsValue{d: &cfg.ConnectTimeout}, "connect-timeout-secs", "TCP connect timeout to workers")
+	add("connect-timeout-secs")
+	fs.Var(&secsValue{d: &cfg.FirstByteTimeout}, "first-byte-timeout-secs", "deadline for a leg's response head (0: only --request-timeout-secs)")
+	add("first-byte-timeout-secs")
+	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "on SIGTERM, how long in-flight requests may finish")
+	add("shutdown-grace-period-secs")
+
+	group = groupObservability
+	fs.StringVar(&cfg.PrometheusHost, "prometheus-host", cfg.PrometheusHost, "address of the /metrics listener")
+	add("prometheus-host")
+	fs.IntVar(&cfg.PrometheusPort, "prometheus-port", cfg.PrometheusPort, "`port` of the /metrics listener; 0 serves /metrics on --port")
+	add("prometheus-port")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	add("log-level")
+	fs.BoolVar(&cfg.LogJSON, "log-json", cfg.LogJSON, "JSON log lines (--log-json=false: text)")
+	add("log-json")
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smg-go/smg/app"
+	"github.com/smg-go/smg/app/config"
+)
+
+const launchExample = `  # SGLang over HTTP: bootstrap ports follow the prefill URLs
+  smg launch --pd-disaggregation \
+    --prefill http://prefill-0:8000 8998 --prefill http://prefill-1:8000 8998 \
+    --decode http://decode-0:8000 --decode http://decode-1:8000 \
+    --prefill-policy cache_aware --decode-policy power_of_two
+
+  # vLLM over HTTP: start without workers, then POST /workers with each kv_connector
+  smg launch --pd-disaggregation --host 0.0.0.0 --port 30000`
+
+// newLaunch is `smg launch` (alias `start`). run receives the parsed, validated config.
+func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.Command {
+	cfg := config.Default()
+	cmd := &cobra.Command{
+		Use:     "launch [flags]",
+		Aliases: []string{"start"},
+		Short:   "Start the gateway",
+		Long:    "Start the gateway: serve the OpenAI-compatible API on --host:--port and route every request to a prefill/decode worker pair.",
+		Example: launchExample,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q: flags start with --, and a --prefill URL may be followed only by a bootstrap port or none", args[0])
+			}
+			return nil
+		},
+		Annotations: map[string]string{envNoteAnnotation: launchEnvNote},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), env); err != nil {
+				return err
+			}
+			if port, ok, err := portFromEnv(env); err != nil {
+				return err
+			} else if ok {
+				cfg.Port = port
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), cfg)
+		},
+	}
+	launchFlags(cmd.Flags(), &cfg)
+	cmd.Flags().SortFlags = false
+	cmd.SetUsageFunc(groupedUsage)
+	return cmd
+}
+
+// ParseLaunch parses `smg launch` arguments (without "smg launch") and the environment into
+// a validated config, exactly as `smg launch` does before starting. Errors are one line
+// naming the flag (or variable).
+func ParseLaunch(args []string, env Env) (config.Config, error) {
+	var got config.Config
+	cmd := newLaunch(env, func(_ context.Context, cfg config.Config) error {
+		got = cfg
+		return nil
+	})
+	cmd.SetArgs(joinPrefillPorts(args))
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	if err := cmd.Execute(); err != nil {
+		return config.Config{}, err
+	}
+	return got, nil
+}
+
+// runError is a failure after the configuration was accepted (exit code 1).
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// startTimeout bounds start-up (binding ports, starting the health checker).
+const startTimeout = 15 * time.Second
+
+// serve runs the gateway until ctx ends (SIGINT/SIGTERM), then drains within
+// --shutdown-grace-period-secs. A clean drain returns nil (exit 0).
+func serve(ctx context.Context, cfg config.Config) error {
+	a := app.New(cfg)
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := a.Start(startCtx); err != nil {
+		return &runError{fmt.Errorf("start: %w", err)}
+	}
+	<-ctx.Done()
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownGracePeriod+15*time.Second)
+	defer cancelStop()
+	if err := a.Stop(stopCtx); err != nil {
+		return &runError{fmt.Errorf("stop: %w", err)}
+	}
+	return nil
+}

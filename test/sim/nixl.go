@@ -121,7 +121,7 @@ func (s *Server) servePull(w http.ResponseWriter, r *http.Request) {
 		writeSide(w, status, "remote_block_ids %v do not match the blocks of %q", req.BlockIDs, req.RequestID)
 		return
 	}
+	s.c.handoffsSent.Add(1) // before the answer, so the decode never reports first
 	b, _ := json.Marshal(p)
 	writeJSONStatus(w, http.StatusOK, b)
-	s.c.handoffsSent.Add(1)
 }

@@ -1,0 +1,354 @@
+package sim_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/test/sim"
+)
+
+// nixlTag is the prefill-leg tag the toy proxy sends (engines.md §3.1).
+var nixlTag = map[string]any{"do_remote_decode": true, "do_remote_prefill": false,
+	"remote_engine_id": nil, "remote_block_ids": nil, "remote_host": nil, "remote_port": nil}
+
+type complResp struct {
+	Choices []struct {
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	KV map[string]any `json:"kv_transfer_params"`
+}
+
+func parseCompl(t *testing.T, r result) complResp {
+	t.Helper()
+	require.NoError(t, r.err)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var c complResp
+	require.NoError(t, json.Unmarshal(r.body, &c))
+	return c
+}
+
+// nixlPrefill runs a tagged prefill leg and returns the kv_transfer_params it answered.
+func nixlPrefill(t *testing.T, p *sim.Server, prompt string) map[string]any {
+	t.Helper()
+	r := post(p.URL()+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 1,
+		"stream": false, "kv_transfer_params": nixlTag}, "X-Request-Id", "req-1")
+	c := parseCompl(t, r)
+	require.NotNil(t, c.KV, "body: %s", r.body)
+	return c.KV
+}
+
+func TestNixlMatchedHandoff(t *testing.T) {
+	t.Parallel()
+	p, d := pair(t, sim.EngineVLLM)
+	const prompt = "tell me about nixl transfers"
+	pr := post(p.URL()+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 1,
+		"stream": false, "kv_transfer_params": nixlTag, "unknown_field": []int{1}}, "X-Request-Id", "req-1")
+	pc := parseCompl(t, pr)
+	assert.Equal(t, "req-1", pr.header.Get("X-Request-Id"))
+	assert.Equal(t, "length", pc.Choices[0].FinishReason)
+	kv := pc.KV
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	assert.Equal(t, []string{"do_remote_decode", "do_remote_prefill", "remote_block_ids", "remote_engine_id",
+		"remote_host", "remote_port", "remote_request_id", "tp_size"}, keys)
+	assert.Equal(t, true, kv["do_remote_prefill"])
+	assert.Equal(t, false, kv["do_remote_decode"])
+	assert.Equal(t, p.EngineID(), kv["remote_engine_id"])
+	assert.Equal(t, "127.0.0.1", kv["remote_host"])
+	assert.EqualValues(t, p.Port(), kv["remote_port"])
+	assert.EqualValues(t, 1, kv["tp_size"])
+	assert.True(t, strings.HasPrefix(kv["remote_request_id"].(string), "cmpl-req-1-"), kv["remote_request_id"])
+	assert.Equal(t, []any{[]any{float64(1)}}, kv["remote_block_ids"], "one KV group, one 16-token block")
+
+	dr := post(d.URL()+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 6,
+		"kv_transfer_params": kv}, "X-Request-Id", "req-1")
+	dc := parseCompl(t, dr)
+	assert.Equal(t, sim.HandoffText(prompt, 6), dc.Choices[0].Text)
+	assert.Equal(t, 5, dc.Usage.PromptTokensDetails.CachedTokens)
+	assert.Equal(t, 6, dc.Usage.CompletionTokens)
+	assert.Nil(t, dc.KV, "a decode returns kv_transfer_params null")
+	assert.Contains(t, string(dr.body), `"kv_transfer_params":null`)
+	assert.EqualValues(t, 1, d.Stats().HandoffsReceived)
+	assert.EqualValues(t, 1, p.Stats().HandoffsSent)
+	assert.Zero(t, d.Stats().RecomputedPrompts)
+	eventually(t, func() bool { return p.PendingHandoffs() == 0 }, "handoff state released")
+}
+
+func TestNixlChatAndStreamingDecode(t *testing.T) {
+	t.Parallel()
+	p, d := pair(t, sim.EngineVLLM)
+	msgs := []map[string]string{{"role": "user", "content": "stream the handoff"}}
+	pr := post(p.URL()+"/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 1, "max_completion_tokens": 1,
+		"stream": false, "kv_transfer_params": nixlTag})
+	require.Equal(t, http.StatusOK, pr.status, "%s", pr.body)
+	kv := pr.json(t)["kv_transfer_params"]
+	require.NotNil(t, kv)
+	dr := post(d.URL()+"/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 3, "stream": true,
+		"kv_transfer_params": kv})
+	events := sseData(t, dr.body)
+	require.Len(t, events, 5)
+	assert.Equal(t, "[DONE]", events[4])
+	var text strings.Builder
+	for _, e := range events[1:4] {
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(e), &c))
+		text.WriteString(c.Choices[0].Delta.Content)
+	}
+	assert.Equal(t, sim.HandoffText(sim.ChatPrompt(sim.Message{Role: "user", Content: "stream the handoff"}), 3), text.String())
+	assert.EqualValues(t, 1, d.Stats().HandoffsReceived)
+}
+
+func closedPort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
+}
+
+func TestNixlDecodeParams(t *testing.T) {
+	t.Parallel()
+	const prompt = "a b c"
+	cases := []struct {
+		name      string
+		mutate    func(t *testing.T, kv map[string]any) any // returns the decode's kv_transfer_params
+		status    int
+		msg       string
+		recompute bool
+	}{
+		{name: "absent params recompute", mutate: func(*testing.T, map[string]any) any { return nil }, status: 200, recompute: true},
+		{name: "missing remote_block_ids recomputes", mutate: func(_ *testing.T, kv map[string]any) any {
+			delete(kv, "remote_block_ids")
+			return kv
+		}, status: 200, recompute: true},
+		{name: "do_remote_prefill false recomputes", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["do_remote_prefill"] = false
+			return kv
+		}, status: 200, recompute: true},
+		{name: "flat block ids (older vLLM) accepted", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["remote_block_ids"] = kv["remote_block_ids"].([]any)[0]
+			return kv
+		}, status: 200},
+		{name: "closed remote_port fails", mutate: func(t *testing.T, kv map[string]any) any {
+			kv["remote_port"] = closedPort(t)
+			return kv
+		}, status: 500, msg: "cannot reach"},
+		{name: "wrong remote_host fails", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["remote_host"] = "::1"
+			return kv
+		}, status: 500, msg: "cannot reach http://[::1]:"},
+		{name: "wrong engine id fails", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["remote_engine_id"] = "other-engine"
+			return kv
+		}, status: 500, msg: `answered 400: remote_engine_id "other-engine" is not this engine`},
+		{name: "unknown request id fails", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["remote_request_id"] = "cmpl-nope-0"
+			return kv
+		}, status: 500, msg: `answered 404: unknown or already consumed remote_request_id "cmpl-nope-0"`},
+		{name: "wrong block ids fail", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["remote_block_ids"] = [][]int{{999}}
+			return kv
+		}, status: 500, msg: "answered 409: remote_block_ids [999] do not match"},
+		{name: "remote_port of the wrong type is a 400", mutate: func(_ *testing.T, kv map[string]any) any {
+			kv["remote_port"] = "5555"
+			return kv
+		}, status: 400, msg: `Invalid kv_transfer_params: remote_port has the wrong type: "5555"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, d := pair(t, sim.EngineVLLM)
+			kv := nixlPrefill(t, p, prompt)
+			dr := post(d.URL()+"/v1/completions", map[string]any{"prompt": prompt, "max_tokens": 4,
+				"kv_transfer_params": tc.mutate(t, kv)})
+			require.NoError(t, dr.err)
+			require.Equal(t, tc.status, dr.status, "%s", dr.body)
+			if tc.status != 200 {
+				var e struct {
+					Error struct {
+						Message string `json:"message"`
+						Type    string `json:"type"`
+						Code    int    `json:"code"`
+					} `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(dr.body, &e))
+				assert.Contains(t, e.Error.Message, tc.msg)
+				assert.Equal(t, tc.status, e.Error.Code)
+				assert.Equal(t, map[int]string{400: "BadRequestError", 500: "InternalServerError"}[tc.status], e.Error.Type)
+				assert.EqualValues(t, 1, d.Stats().Errors)
+				return
+			}
+			want := sim.HandoffText(prompt, 4)
+			if tc.recompute {
+				want = sim.RecomputeText(prompt, 4)
+				assert.EqualValues(t, 1, d.Stats().RecomputedPrompts)
+				assert.Zero(t, d.Stats().HandoffsReceived)
+			} else {
+				assert.EqualValues(t, 1, d.Stats().HandoffsReceived)
+			}
+			assert.Equal(t, want, parseCompl(t, dr).Choices[0].Text)
+		})
+	}
+}
+
+func TestNixlBlocksAreSingleUseAndLeased(t *testing.T) {
+	t.Parallel()
+	t.Run("consumed twice", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM)
+		kv := nixlPrefill(t, p, "once only")
+		body := map[string]any{"prompt": "once only", "kv_transfer_params": kv}
+		assert.Equal(t, http.StatusOK, post(d.URL()+"/v1/completions", body).status)
+		again := post(d.URL()+"/v1/completions", body)
+		assert.Equal(t, http.StatusInternalServerError, again.status)
+		assert.Contains(t, string(again.body), "unknown or already consumed")
+	})
+	t.Run("lease expires without a decode", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM, shortTimeout)
+		kv := nixlPrefill(t, p, "nobody pulls")
+		eventually(t, func() bool { return p.Stats().UnmatchedRooms == 1 }, "lease expiry counted")
+		eventually(t, func() bool { return p.PendingHandoffs() == 0 }, "handoff state released")
+		late := post(d.URL()+"/v1/completions", map[string]any{"prompt": "nobody pulls", "kv_transfer_params": kv})
+		assert.Equal(t, http.StatusInternalServerError, late.status)
+	})
+	t.Run("no-kv-params fault", func(t *testing.T) {
+		t.Parallel()
+		p := start(t, cfgOf(sim.EngineVLLM, sim.RolePrefill))
+		r := post(p.URL()+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1,
+			"kv_transfer_params": nixlTag, "sim_fault": []string{"prefill:no-kv-params", "decode:status:500"}})
+		c := parseCompl(t, r)
+		assert.Nil(t, c.KV)
+		assert.Contains(t, string(r.body), `"kv_transfer_params":null`)
+		eventually(t, func() bool { return p.PendingHandoffs() == 0 }, "handoff state released")
+	})
+}
+
+func mooncakeCfg(c *sim.Config) { c.KVConnector = sim.ConnectorMooncake }
+
+func mooncakeLegs(p *sim.Server, id, prompt string) (prefill, decode map[string]any) {
+	prefill = map[string]any{"prompt": prompt, "max_tokens": 1, "stream": false,
+		"kv_transfer_params": map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": id}}
+	decode = map[string]any{"prompt": prompt, "max_tokens": 5,
+		"kv_transfer_params": map[string]any{"do_remote_decode": false, "do_remote_prefill": true, "transfer_id": id,
+			"remote_engine_id": p.EngineID(), "remote_bootstrap_addr": "http://127.0.0.1:" + strconv.Itoa(p.BootstrapPort())}}
+	return prefill, decode
+}
+
+func TestMooncakeHandoff(t *testing.T) {
+	t.Parallel()
+	const prompt = "mooncake pushes kv"
+	t.Run("matched, concurrent legs", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM, mooncakeCfg)
+		require.NotZero(t, p.BootstrapPort())
+		assert.Zero(t, d.BootstrapPort())
+		pb, db := mooncakeLegs(p, "xfer-1", prompt)
+		pr, dr := both(p.URL()+"/v1/completions", pb, d.URL()+"/v1/completions", db)
+		pc := parseCompl(t, pr)
+		assert.Nil(t, pc.KV, "Mooncake prefill returns no params")
+		assert.Equal(t, sim.HandoffText(prompt, 5), parseCompl(t, dr).Choices[0].Text)
+		assert.EqualValues(t, 1, d.Stats().HandoffsReceived)
+		eventually(t, func() bool { return p.Stats().HandoffsSent == 1 }, "prefill counts the fetch")
+		eventually(t, func() bool { return p.PendingHandoffs() == 0 }, "transfer released")
+	})
+	t.Run("decode first, prefill falls back to X-Request-Id", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM, mooncakeCfg)
+		pb, db := mooncakeLegs(p, "req-77", prompt)
+		delete(pb["kv_transfer_params"].(map[string]any), "transfer_id")
+		done := make(chan result, 1)
+		go func() { done <- post(d.URL()+"/v1/completions", db) }()
+		eventually(t, func() bool { return p.PendingHandoffs() == 1 }, "decode waiting")
+		assert.Equal(t, http.StatusOK, post(p.URL()+"/v1/completions", pb, "X-Request-Id", "req-77").status)
+		assert.Equal(t, sim.HandoffText(prompt, 5), parseCompl(t, <-done).Choices[0].Text)
+	})
+	t.Run("wrong engine id", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM, mooncakeCfg, shortTimeout)
+		pb, db := mooncakeLegs(p, "xfer-2", prompt)
+		db["kv_transfer_params"].(map[string]any)["remote_engine_id"] = "someone-else"
+		pr, dr := both(p.URL()+"/v1/completions", pb, d.URL()+"/v1/completions", db)
+		assert.Equal(t, http.StatusOK, pr.status)
+		assert.Equal(t, http.StatusInternalServerError, dr.status)
+		assert.Contains(t, errMessage(t, dr), `remote_engine_id "someone-else" is not this engine`)
+		eventually(t, func() bool { return p.Stats().UnmatchedRooms == 1 }, "unfetched transfer expires")
+	})
+	t.Run("wrong transfer id times out on both sides", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM, mooncakeCfg, shortTimeout)
+		pb, _ := mooncakeLegs(p, "xfer-3", prompt)
+		_, db := mooncakeLegs(p, "xfer-4", prompt)
+		_, dr := both(p.URL()+"/v1/completions", pb, d.URL()+"/v1/completions", db)
+		assert.Equal(t, http.StatusInternalServerError, dr.status)
+		assert.Contains(t, errMessage(t, dr), "within 0.3s")
+		assert.EqualValues(t, 1, d.Stats().UnmatchedRooms)
+		eventually(t, func() bool { return p.Stats().UnmatchedRooms == 1 }, "prefill lease expiry")
+		eventually(t, func() bool { return p.PendingHandoffs() == 0 }, "released")
+	})
+	t.Run("incomplete decode params recompute", func(t *testing.T) {
+		t.Parallel()
+		p, d := pair(t, sim.EngineVLLM, mooncakeCfg)
+		_, db := mooncakeLegs(p, "xfer-5", prompt)
+		delete(db["kv_transfer_params"].(map[string]any), "remote_bootstrap_addr")
+		dr := post(d.URL()+"/v1/completions", db)
+		assert.Equal(t, sim.RecomputeText(prompt, 5), parseCompl(t, dr).Choices[0].Text)
+		assert.EqualValues(t, 1, d.Stats().RecomputedPrompts)
+	})
+	t.Run("duplicate transfer id", func(t *testing.T) {
+		t.Parallel()
+		p := start(t, cfgOf(sim.EngineVLLM, sim.RolePrefill, mooncakeCfg))
+		pb, _ := mooncakeLegs(p, "xfer-6", prompt)
+		assert.Equal(t, http.StatusOK, post(p.URL()+"/v1/completions", pb).status)
+		dup := post(p.URL()+"/v1/completions", pb)
+		assert.Equal(t, http.StatusBadRequest, dup.status)
+		assert.Contains(t, errMessage(t, dup), `Duplicate transfer_id "xfer-6"`)
+		assert.EqualValues(t, 1, p.Stats().DuplicateRooms)
+	})
+}
+
+func TestVLLMErrorShapes(t *testing.T) {
+	t.Parallel()
+	d := start(t, cfgOf(sim.EngineVLLM, sim.RoleDecode, func(c *sim.Config) { c.MaxModelLen = 3 }))
+	cases := []struct {
+		name string
+		body any
+		want string
+		code int
+	}{
+		{"unknown model", map[string]any{"model": "gpt-x", "prompt": "a"}, `{"error":{"message":"The model ` + "`gpt-x`" + ` does not exist.","type":"NotFoundError","param":"model","code":404}}`, 404},
+		{"prompt too long", map[string]any{"prompt": "a b c d"}, `{"error":{"message":"This model's maximum context length is 3 tokens. However, your request has 4 input tokens. Please reduce the length of the input messages.","type":"BadRequestError","param":"input_tokens","code":400}}`, 400},
+		{"bad json", []byte(`{"prompt":`), `{"error":{"message":"JSON decode error: unexpected end of JSON input","type":"BadRequestError","param":null,"code":400}}`, 400},
+		{"injected status", map[string]any{"prompt": "a", "sim_fault": "decode:status:503"}, `{"error":{"message":"sim fault: injected status 503","type":"ServiceUnavailableError","param":null,"code":503}}`, 503},
+	}
+	for _, tc := range cases {
+		r := post(d.URL()+"/v1/completions", tc.body)
+		require.NoError(t, r.err)
+		assert.Equal(t, tc.code, r.status, tc.name)
+		assert.JSONEq(t, tc.want, string(r.body), tc.name)
+	}
+	assert.EqualValues(t, len(cases), d.Stats().Errors)
+}

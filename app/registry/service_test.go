@@ -41,7 +41,7 @@ type engine struct {
 	down          atomic.Bool // /health answers 503
 }
 
-func (e *engine) start(t *testing.T) *httptest.Server {
+func (e *engine) start(t testing.TB) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/smg-go/smg/adapters/api"
 	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/adapters/store/memory"
 	"github.com/smg-go/smg/adapters/telemetry"
@@ -52,6 +54,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		memory.Module(),
 		registry.Module(),
 		health.Module(),
+		api.Module(),
 		serverModule(),
 	}
 	opts = append(opts, extra...)
@@ -61,9 +64,14 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 	return fx.Options(opts...)
 }
 
-// serverModule provides the main *http.ServeMux and the *Server listening on it.
+// serverModule provides the main *http.ServeMux, the huma.API on it (api.NewHumaAPI: the
+// admin/health operations, /openapi.yaml, /docs) and the *Server listening on it.
 func serverModule() fx.Option {
 	return fx.Module("server",
-		fx.Provide(http.NewServeMux, newServer),
+		fx.Provide(
+			http.NewServeMux,
+			func(mux *http.ServeMux) huma.API { return api.NewHumaAPI(mux) },
+			newServer,
+		),
 	)
 }

@@ -189,3 +189,32 @@ func TestStopClosesRequestsThatOutlastTheGracePeriod(t *testing.T) {
 	_, err = io.ReadAll(resp.Body)
 	assert.Error(t, err, "the stuck stream is cut once the grace period is over")
 }
+
+func TestAdminAndHealthAPIAreServed(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.PDDisaggregation = true
+	var srv *app.Server
+	fa := fxtest.New(t, app.Options(cfg, fx.Populate(&srv)))
+	fa.RequireStart()
+	defer fa.RequireStop()
+
+	cases := []struct {
+		path   string
+		status int
+		body   string // substring
+	}{
+		{"/health", http.StatusOK, "OK"},
+		{"/liveness", http.StatusOK, "OK"},
+		{"/readiness", http.StatusServiceUnavailable, `"status":"not ready"`},
+		{"/workers", http.StatusOK, `"workers":[]`},
+		{"/openapi.yaml", http.StatusOK, "openapi: 3.1.0"},
+		{"/metrics", http.StatusOK, "smg_pd_admission_sheds_total 0"},
+	}
+	for _, tc := range cases {
+		resp, body := getBody(t, srv.URL()+tc.path)
+		assert.Equal(t, tc.status, resp.StatusCode, tc.path)
+		assert.Contains(t, body, tc.body, tc.path)
+		assert.NotEmpty(t, resp.Header.Get("X-Request-Id"), tc.path)
+	}
+}

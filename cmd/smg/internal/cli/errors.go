@@ -72,5 +72,3 @@ func explain(f *pflag.Flag, cause error) string {
 		return "expected a number"
 	}
 }
-
-var errNoAPI = errors.New("the API document is not built into this binary yet")

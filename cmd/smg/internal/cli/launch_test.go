@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -293,4 +295,21 @@ func TestLaunchServesUntilCancelledThenExitsZero(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("launch did not return after cancel")
 	}
+}
+
+func TestOpenAPIMatchesTheCommittedDocument(t *testing.T) {
+	t.Parallel()
+	committed, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "openapi", "openapi.yaml"))
+	require.NoError(t, err)
+
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, cli.Run(context.Background(), []string{"openapi"}, envOf(nil), &out, &errOut), errOut.String())
+	assert.Equal(t, string(committed), out.String())
+	assert.Contains(t, out.String(), "openapi: 3.1.0")
+
+	file := filepath.Join(t.TempDir(), "openapi.yaml")
+	require.Equal(t, 0, cli.Run(context.Background(), []string{"openapi", "-o", file}, envOf(nil), &out, &errOut), errOut.String())
+	written, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, string(committed), string(written))
 }

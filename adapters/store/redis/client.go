@@ -95,3 +95,19 @@ func Ping(ctx context.Context, c goredis.UniversalClient, opTimeout time.Duratio
 	defer cancel()
 	return c.Ping(ctx).Err()
 }
+
+// RouteLogs sends go-redis's own log lines (dial failures, Pub/Sub reconnects: one every
+// 100 ms while Redis is down) to log at DEBUG instead of stderr, so an outage is reported
+// by the Fallback wrappers' transition logs, not by a flood. It sets go-redis's global
+// logger: call it once, from the composition root or a TestMain.
+func RouteLogs(log *slog.Logger) {
+	goredis.SetLogger(debugLogger{log})
+}
+
+type debugLogger struct{ log *slog.Logger }
+
+func (d debugLogger) Printf(ctx context.Context, format string, v ...any) {
+	if d.log.Enabled(ctx, slog.LevelDebug) {
+		d.log.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+	}
+}

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ func TestUnavailableRedisFailsFast(t *testing.T) {
 			c, err := redis.NewClient("redis://"+addr+"/0", 50*time.Millisecond)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
-			o := redis.Options{OpTimeout: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond}
+			o := redis.Options{OpTimeout: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond,
+				Logger: slog.New(slog.DiscardHandler)}
 			s := redis.NewSlots(context.Background(), c, o)
 			t.Cleanup(func() { _ = s.Close() })
 			st := redis.NewSticky(c, o)

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	redis.RouteLogs(slog.New(slog.DiscardHandler))
 	code := m.Run()
 	redistest.Stop()
 	os.Exit(code)

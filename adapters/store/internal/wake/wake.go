@@ -56,12 +56,14 @@ func (q *Queues) Notify(worker string, k int) {
 	}
 }
 
-// Waiting reports whether anyone waits on worker.
-func (q *Queues) Waiting(worker string) bool {
+// Len returns the number of waiters queued on worker.
+func (q *Queues) Len(worker string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	w := q.m[worker]
-	return w != nil && len(w.waiters) > 0
+	if w := q.m[worker]; w != nil {
+		return len(w.waiters)
+	}
+	return 0
 }
 
 // Wait returns nil when notified, when a permit was pending, or after the poll interval;

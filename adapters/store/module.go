@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/adapters/store/memory"
+	"github.com/smg-go/smg/adapters/store/redis"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/ports"
+)
+
+// FallbackCounter counts calls served by memory while Redis is unavailable (see
+// FallbackOptions.OnFallback). Provide one in the fx graph (e.g. from the metrics adapter)
+// to count them; without it they are only logged on transitions.
+type FallbackCounter func(store, op string)
+
+type sharedIn struct {
+	fx.In
+	LC      fx.Lifecycle
+	Config  config.Config
+	Log     *slog.Logger    `optional:"true"`
+	Counter FallbackCounter `optional:"true"`
+}
+
+type sharedOut struct {
+	fx.Out
+	Slots  ports.SlotCounter
+	Sticky ports.StickyStore
+}
+
+// Module provides ports.SlotCounter and ports.StickyStore. Without --redis-url they are the
+// in-memory adapters (per instance). With it, the Redis adapters (default options: prefix
+// "smg:", 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
+// and FallbackSticky over the in-memory ones. A Redis that does not answer at start-up is
+// logged, not fatal: the gateway starts on per-instance state and switches to Redis once it
+// answers. A URL go-redis cannot parse fails the start.
+func Module() fx.Option {
+	return fx.Module("store.shared", fx.Provide(newShared))
+}
+
+func newShared(in sharedIn) (sharedOut, error) {
+	log := in.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	memSlots := memory.NewSlots(memory.SlotsOptions{})
+	memSticky := memory.NewSticky(memory.StickyOptions{})
+	if in.Config.RedisURL == "" {
+		return sharedOut{Slots: memSlots, Sticky: memSticky}, nil
+	}
+	redis.RouteLogs(log)
+	c, err := redis.NewClient(in.Config.RedisURL, 0)
+	if err != nil {
+		return sharedOut{}, err
+	}
+	o := redis.Options{Logger: log}
+	var slots *redis.Slots
+	in.LC.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := redis.Ping(ctx, c, 0); err != nil {
+				log.Warn("shared state: Redis does not answer at start-up; per-instance state until it does",
+					"err", err)
+			}
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			if slots != nil {
+				_ = slots.Close()
+			}
+			return c.Close()
+		},
+	})
+	slots = redis.NewSlots(context.Background(), c, o)
+	fo := FallbackOptions{Logger: log, OnFallback: in.Counter}
+	return sharedOut{
+		Slots:  NewFallbackSlots(slots, memSlots, fo),
+		Sticky: NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
+	}, nil
+}

@@ -1,0 +1,37 @@
+# smg — the two commands a newcomer needs are `make run` and `make test`.
+
+GO      ?= go
+BIN     ?= bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/smg-go/smg/app/version.Version=$(VERSION)
+
+.PHONY: build run test bench fmt openapi clean
+
+## build: bin/smg (the gateway) and bin/smg-sim (the engine simulator)
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/smg ./cmd/smg
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/smg-sim ./cmd/smg-sim
+
+## run: build, then serve the gateway on :30000 in front of a simulated 2 prefill + 2 decode fleet
+run: build
+	./$(BIN)/smg demo
+
+## test: go vet, then every package (unit and end-to-end) under the race detector
+test:
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+## bench: every benchmark once, bounded (no tests)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -timeout 15m ./...
+
+## fmt: gofmt every Go file
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+## openapi: regenerate the committed OpenAPI 3.1 document
+openapi:
+	$(GO) run ./cmd/smg openapi -o openapi/openapi.yaml
+
+clean:
+	rm -rf $(BIN)

@@ -76,19 +76,30 @@ func BenchmarkCacheAwareSelect4KB(b *testing.B) {
 }
 
 // BenchmarkCacheAwareMemoryAtMaxTreeSize fills one worker's share of a tree past
-// --max-tree-size (default 67,108,864 chars) with 4 KB prompts (a 2 KB system prompt from a
-// pool of 64 plus a unique 2 KB tail), runs Evict, and reports the live heap of the trimmed
-// tree, its bytes per stored char, and how long the Evict pass held the tree lock. Run with
+// --max-tree-size (default 67,108,864 chars) with prompts made of a system prompt from a pool
+// of 64 plus a unique tail (4 KB prompts: 2 KB + 2 KB; short prompts: 64 B + 192 B), runs
+// Evict, and reports the live heap of the trimmed tree, its bytes per stored char, and how
+// long the whole Evict pass took (it holds the tree lock in batches of a few ms). Run with
 // -benchtime=1x.
 func BenchmarkCacheAwareMemoryAtMaxTreeSize(b *testing.B) {
-	for _, maxSize := range []int{1 << 22, policy.DefaultOptions().MaxTreeSize} {
-		b.Run(fmt.Sprintf("max=%d", maxSize), func(b *testing.B) {
+	cases := []struct {
+		name         string
+		maxSize      int
+		system, tail int
+	}{
+		{"4KB-prompts/max=4194304", 1 << 22, 2048, 2048},
+		{"4KB-prompts/max=67108864", policy.DefaultOptions().MaxTreeSize, 2048, 2048},
+		{"256B-prompts/max=67108864", policy.DefaultOptions().MaxTreeSize, 64, 192},
+	}
+	for _, bc := range cases {
+		maxSize := bc.maxSize
+		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				o := policy.DefaultOptions()
 				o.MaxTreeSize = maxSize
 				systems := make([]string, 64)
 				for i := range systems {
-					systems[i] = text(uint64(i), 2048)
+					systems[i] = text(uint64(i), bc.system)
 				}
 				var before, after runtime.MemStats
 				runtime.GC()
@@ -98,7 +109,7 @@ func BenchmarkCacheAwareMemoryAtMaxTreeSize(b *testing.B) {
 				for i := 0; p.TreeSizes()["m"] < maxSize+maxSize/4; i++ {
 					for j := range 256 { // check the size every 256 inserts
 						k := i*256 + j
-						p.Select(ws, &policy.Request{Model: "m", Text: systems[k%64] + text(uint64(k), 2048)})
+						p.Select(ws, &policy.Request{Model: "m", Text: systems[k%64] + text(uint64(k), bc.tail)})
 					}
 				}
 				start := time.Now()
@@ -111,7 +122,7 @@ func BenchmarkCacheAwareMemoryAtMaxTreeSize(b *testing.B) {
 				b.ReportMetric(float64(chars), "chars")
 				b.ReportMetric(heap/(1<<20), "heap-MiB")
 				b.ReportMetric(heap/float64(chars), "heap-B/char")
-				b.ReportMetric(float64(evict.Milliseconds()), "evict-ms")
+				b.ReportMetric(float64(evict.Milliseconds()), "evict-total-ms")
 				runtime.KeepAlive(p)
 			}
 		})

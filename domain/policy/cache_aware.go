@@ -50,6 +50,13 @@ type cacheTree struct {
 
 const unknownModel = "unknown"
 
+// Evict's work per hold of a tree's lock: nodes scanned, then (tenant, leaf) entries removed.
+// Each batch takes a few milliseconds on a large tree (see BenchmarkCacheAwareMemoryAtMaxTreeSize).
+const (
+	scanBatch  = 8192
+	evictBatch = 4096
+)
+
 var (
 	_ Policy        = (*CacheAware)(nil)
 	_ Evicter       = (*CacheAware)(nil)
@@ -175,8 +182,9 @@ func (p *CacheAware) leastLoadedTenant(n *node, ids []int32, loads []int64) int 
 }
 
 // Evict trims every model's tree so that no tenant holds more than MaxTreeSize bytes, and
-// reports each tree's size to the Observer. It locks
-// one tree at a time; picks for that model wait for it (O(tree nodes)).
+// reports each tree's size to the Observer. Per tree it scans the tree for the leaves of the
+// tenants over budget (O(tree nodes)) and removes them oldest first, both in batches that
+// hold the tree's lock for a few milliseconds, so picks for that model keep flowing.
 func (p *CacheAware) Evict() {
 	p.mu.RLock()
 	models := make([]string, 0, len(p.trees))
@@ -187,7 +195,22 @@ func (p *CacheAware) Evict() {
 	for _, m := range models {
 		ct := p.tree(m)
 		ct.mu.Lock()
-		ct.t.evict(p.maxSize)
+		plan := ct.t.planEviction(p.maxSize)
+		ct.mu.Unlock()
+		for done := plan == nil; !done; {
+			ct.mu.Lock()
+			done = ct.t.scanSome(plan, scanBatch)
+			ct.mu.Unlock()
+		}
+		if plan != nil {
+			plan.order()
+		}
+		for done := plan == nil; !done; {
+			ct.mu.Lock()
+			done = ct.t.evictSome(plan, evictBatch)
+			ct.mu.Unlock()
+		}
+		ct.mu.Lock()
 		size := ct.t.total
 		ct.mu.Unlock()
 		p.obs.treeSize(m, size)

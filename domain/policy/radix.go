@@ -1,7 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"container/heap"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -81,9 +86,18 @@ func (n *node) stampIndex(id int32) int {
 	return -1
 }
 
+// lcp returns the length of the longest common prefix of a and b, comparing eight bytes
+// at a time.
 func lcp(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+8 <= n; i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(a[i : i+8]))
+		y := binary.LittleEndian.Uint64([]byte(b[i : i+8]))
+		if d := x ^ y; d != 0 {
+			return i + bits.TrailingZeros64(d)/8
+		}
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
@@ -168,12 +182,12 @@ func (t *radixTree) detach(n *node) {
 	var drop func(*node)
 	drop = func(x *node) {
 		t.total -= len(x.text)
+		x.parent = nil // marks x removed for eviction plans made earlier
 		for _, c := range x.children {
 			drop(c)
 		}
 	}
 	drop(n)
-	n.parent = nil
 }
 
 // removeStamp drops tenant id from n and accounts its size.
@@ -193,48 +207,124 @@ func (n *node) isLeafFor(id int32) bool {
 	return true
 }
 
-// evict trims every tenant holding more than maxSize characters by removing its least
-// recently used leaves (parents become leaves as their children go) until it fits.
-func (t *radixTree) evict(maxSize int) {
-	over := map[int32]bool{}
+// evictPlan is an eviction pass in progress (smg-spec.md §5.5 step 7). scanSome walks the
+// tree in batches collecting the leaves of every tenant over budget; evictSome then removes
+// them oldest first. Both re-check what they touch, so the caller may release the tree lock
+// between batches: nodes removed meanwhile are skipped, leaves used or extended meanwhile are
+// kept, and nodes added meanwhile are recent and not eviction candidates anyway.
+type evictPlan struct {
+	maxSize  int
+	over     []bool   // by tenant id: over budget when the plan was made
+	stack    []*node  // DFS frontier of the scan
+	chunks   [][]leaf // leaves collected by the scan, in fixed-size chunks (no big copies under the lock)
+	leaves   []leaf   // all chunks, sorted by stamp time, once the scan is done
+	next     int      // next entry of leaves
+	promoted leafHeap
+}
+
+// planEviction returns a pass that trims every tenant holding more than maxSize characters,
+// or nil when none does.
+func (t *radixTree) planEviction(maxSize int) *evictPlan {
+	over := make([]bool, len(t.size))
+	anyOver := false
 	for id, s := range t.size {
 		if s > maxSize && t.names[id] != "" {
-			over[int32(id)] = true
+			over[id], anyOver = true, true
 		}
 	}
-	if len(over) == 0 {
-		return
+	if !anyOver {
+		return nil
 	}
-	var h leafHeap
-	stack := append([]*node(nil), t.root.children...)
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = append(stack[:len(stack)-1], n.children...)
+	return &evictPlan{maxSize: maxSize, over: over, stack: append([]*node(nil), t.root.children...)}
+}
+
+// scanSome visits up to budget nodes of the plan's traversal and reports whether the scan is
+// finished.
+func (t *radixTree) scanSome(p *evictPlan, budget int) bool {
+	for ; budget > 0 && len(p.stack) > 0; budget-- {
+		n := p.stack[len(p.stack)-1]
+		p.stack = p.stack[:len(p.stack)-1]
+		if n.parent == nil {
+			continue // removed since it was pushed
+		}
+		p.stack = append(p.stack, n.children...)
 		for _, s := range n.tenants {
-			if over[s.tenant] && n.isLeafFor(s.tenant) {
-				h = append(h, leaf{n, s.tenant, s.at})
+			if int(s.tenant) < len(p.over) && p.over[s.tenant] && n.isLeafFor(s.tenant) {
+				if k := len(p.chunks) - 1; k < 0 || len(p.chunks[k]) == cap(p.chunks[k]) {
+					p.chunks = append(p.chunks, make([]leaf, 0, 4096))
+				}
+				k := len(p.chunks) - 1
+				p.chunks[k] = append(p.chunks[k], leaf{n, s.tenant, s.at})
 			}
 		}
 	}
-	heap.Init(&h)
-	for h.Len() > 0 {
-		e := heap.Pop(&h).(leaf)
-		if t.size[e.tenant] <= maxSize {
-			continue
+	if len(p.stack) > 0 {
+		return false
+	}
+	p.stack = nil
+	return true
+}
+
+// order sorts the collected leaves oldest first; call it once the scan is finished. It reads
+// only the plan, so it needs no tree lock.
+func (p *evictPlan) order() {
+	p.leaves = slices.Concat(p.chunks...)
+	p.chunks = nil
+	slices.SortFunc(p.leaves, func(a, b leaf) int { return cmp.Compare(a.at, b.at) })
+}
+
+// evictSome removes up to budget LRU (tenant, leaf) entries of the plan, re-validating each
+// against changes made while the lock was released (a leaf used or extended since is kept),
+// and reports whether the pass is finished.
+func (t *radixTree) evictSome(p *evictPlan, budget int) bool {
+	for ; budget > 0; budget-- {
+		e, ok := p.pop()
+		if !ok {
+			return true
 		}
-		s := e.n.stampIndex(e.tenant)
-		if s < 0 {
-			continue
+		id := e.tenant
+		if t.size[id] <= p.maxSize || e.n.parent == nil {
+			continue // tenant fits now, or the node was removed
+		}
+		s := e.n.stampIndex(id)
+		if s < 0 || e.n.tenants[s].at != e.at || !e.n.isLeafFor(id) {
+			continue // purged, used since the plan, or extended since
 		}
 		t.removeStamp(e.n, s)
-		p := e.n.parent
+		parent := e.n.parent
 		if len(e.n.tenants) == 0 {
 			t.detach(e.n)
 		}
-		if p != nil && p != &t.root {
-			if ps := p.stampIndex(e.tenant); ps >= 0 && p.isLeafFor(e.tenant) {
-				heap.Push(&h, leaf{p, e.tenant, p.tenants[ps].at})
+		if parent != &t.root {
+			if ps := parent.stampIndex(id); ps >= 0 && parent.isLeafFor(id) {
+				heap.Push(&p.promoted, leaf{parent, id, parent.tenants[ps].at})
 			}
+		}
+	}
+	return p.next >= len(p.leaves) && len(p.promoted) == 0
+}
+
+// pop returns the oldest remaining entry of the plan: the sorted leaves merged with the
+// promoted parents.
+func (p *evictPlan) pop() (leaf, bool) {
+	hasLeaf, hasPromoted := p.next < len(p.leaves), len(p.promoted) > 0
+	switch {
+	case hasLeaf && (!hasPromoted || p.leaves[p.next].at <= p.promoted[0].at):
+		p.next++
+		return p.leaves[p.next-1], true
+	case hasPromoted:
+		return heap.Pop(&p.promoted).(leaf), true
+	}
+	return leaf{}, false
+}
+
+// evict runs a whole eviction pass at once.
+func (t *radixTree) evict(maxSize int) {
+	if p := t.planEviction(maxSize); p != nil {
+		for !t.scanSome(p, math.MaxInt) {
+		}
+		p.order()
+		for !t.evictSome(p, math.MaxInt) {
 		}
 	}
 }

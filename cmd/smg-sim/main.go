@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -70,7 +71,7 @@ When ready it prints one line:
 			if cfg.Engine == "" || cfg.Role == "" {
 				return fmt.Errorf("--engine and --role are required")
 			}
-			return run(cmd.Context(), cfg)
+			return run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -101,7 +102,9 @@ When ready it prints one line:
 	return cmd
 }
 
-func run(parent context.Context, cfg sim.Config) error {
+// run starts the simulator, writes the ready line to w and serves until parent ends or a
+// SIGINT/SIGTERM arrives; it returns Close's error.
+func run(parent context.Context, cfg sim.Config, w io.Writer) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -112,7 +115,7 @@ func run(parent context.Context, cfg sim.Config) error {
 		return err
 	}
 	c := srv.Config()
-	fmt.Printf("smg-sim %s %s listening on %s bootstrap=%d engine_id=%s\n", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d engine_id=%s\n", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
 	<-ctx.Done()
 	return srv.Close()
 }

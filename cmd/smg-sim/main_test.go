@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one poller.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var readyLine = regexp.MustCompile(`^smg-sim sglang prefill listening on (http://127\.0\.0\.1:\d+) bootstrap=(\d+) engine_id=e-1\n$`)
+
+func TestRunPrintsReadyLineAndStops(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--engine", "sglang", "--role", "prefill", "--engine-id", "e-1",
+		"--handoff-timeout", "0.5", "--hang-max", "2s", "--itl-ms", "0", "--fault", "delay-body:1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := readyLine.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "ready line: %q", out.String())
+	resp, err := http.Get(m[1] + "/health")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.NotEqual(t, "0", m[2])
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--role", "decode"}, "--engine and --role are required"},
+		{[]string{"--engine", "tgi", "--role", "decode"}, `sim: engine "tgi": want "sglang" or "vllm"`},
+		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "lmcache"}, `sim: kv connector "lmcache"`},
+		{[]string{"--engine", "vllm", "--role", "decode", "--fault", "status"}, `needs an argument`},
+		{[]string{"--engine", "vllm", "--role", "decode", "--handoff-timeout", "soon"}, "want a duration"},
+	}
+	for _, tc := range cases {
+		cmd := newCommand()
+		var out lockedBuffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(tc.args)
+		err := cmd.Execute()
+		require.Error(t, err, tc.args)
+		assert.Contains(t, err.Error(), tc.want, tc.args)
+	}
+}
+
+func TestHelpDocumentsEveryFlag(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	require.NoError(t, cmd.Execute())
+	for _, f := range []string{"--engine", "--role", "--host", "--port", "--model", "--engine-id", "--bootstrap-port",
+		"--kv-connector", "--prefill-tokens-per-s", "--itl-ms", "--itl-per-running-ms", "--max-running",
+		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max"} {
+		assert.Contains(t, out.String(), f)
+	}
+}

@@ -45,7 +45,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		fx.StopTimeout(cfg.ShutdownGracePeriod + stopMargin),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
 			if strings.EqualFold(cfg.LogLevel, "debug") {
-				return &fxevent.SlogLogger{Logger: log}
+				l := &fxevent.SlogLogger{Logger: log}
+				l.UseLogLevel(slog.LevelDebug)
+				return l
 			}
 			return fxevent.NopLogger
 		}),

@@ -1,0 +1,184 @@
+// Package admission applies the decode admission window (domain/admission) to PD
+// dispatches: it claims the slots through ports.SlotCounter (shared between instances when
+// Redis is configured), waits for a release within the budget, renews the lease while the
+// decode leg runs and releases it when the leg ends.
+package admission
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/app/config"
+	domain "github.com/smg-go/smg/domain/admission"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// DefaultReleaseTimeout bounds the Release call made when a decode leg ends.
+const DefaultReleaseTimeout = time.Second
+
+// Options configure an Admitter. Zero values select the defaults.
+type Options struct {
+	// Budget is the longest a dispatch waits for a slot (--pd-admission-wait-secs); 0 sheds
+	// at once when the window is full.
+	Budget time.Duration
+	// Metrics receives IncAdmissionWait / IncAdmissionShed; nil: not recorded.
+	Metrics ports.PDMetrics
+	// Logger receives renewal and store warnings (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// ReleaseTimeout bounds the release at the end of the leg (default 1 s).
+	ReleaseTimeout time.Duration
+}
+
+// Admitter gates PD dispatches on their decode worker's admission window. Safe for
+// concurrent use; one per gateway.
+type Admitter struct {
+	slots ports.SlotCounter
+	o     Options
+}
+
+// New returns an Admitter counting slots in slots.
+func New(slots ports.SlotCounter, o Options) *Admitter {
+	if o.Budget < 0 {
+		o.Budget = 0
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ReleaseTimeout <= 0 {
+		o.ReleaseTimeout = DefaultReleaseTimeout
+	}
+	return &Admitter{slots: slots, o: o}
+}
+
+// Module provides *Admitter from config.Config (PDAdmissionWait), ports.SlotCounter and,
+// when present, ports.PDMetrics and *slog.Logger.
+func Module() fx.Option {
+	return fx.Module("admission", fx.Provide(func(in struct {
+		fx.In
+		Config  config.Config
+		Slots   ports.SlotCounter
+		Metrics ports.PDMetrics `optional:"true"`
+		Log     *slog.Logger    `optional:"true"`
+	}) *Admitter {
+		return New(in.Slots, Options{Budget: in.Config.PDAdmissionWait, Metrics: in.Metrics, Logger: in.Log})
+	}))
+}
+
+func noop() {}
+
+// Admit claims n slots (one per backend request; n < 1 counts as 1) on the decode worker
+// before a dispatch. Workers without a window (domain/admission.WindowOf) are not gated.
+// A full window waits, woken by releases (SlotCounter.Wait, not polling), up to the
+// budget, then sheds.
+//
+// It returns a release func to call exactly when the decode leg ends, whatever the
+// outcome (success, error, client disconnect); it is idempotent and never blocks for long
+// (renewer stop plus one Release bounded by ReleaseTimeout, on a context detached from
+// ctx's cancellation). While held, the lease is renewed every TTL/3.
+//
+// Errors: the shed, a *errs.Error 503 worker_overload_protection_shed with RetryAfterSecs
+// (counted by IncAdmissionShed); ctx.Err() when ctx ends while waiting (not a shed). A
+// failing SlotCounter does not fail the dispatch: it is admitted ungated and logged (the
+// store's Fallback wrapper normally absorbs Redis outages first). A dispatch admitted
+// after at least one wait is counted by IncAdmissionWait.
+func (a *Admitter) Admit(ctx context.Context, decode *worker.Live, n int) (release func(), err error) {
+	window, gated := domain.WindowOf(decode.Worker)
+	if !gated {
+		return noop, nil
+	}
+	n = max(n, 1)
+	url := decode.URL
+	start := a.o.Now()
+	waited := false
+	for {
+		claimed := false
+		var lease ports.Lease
+		if n <= window {
+			var err error
+			lease, claimed, err = a.slots.Claim(ctx, url, n, window)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				a.o.Logger.Warn("admission: slot store failed; dispatch admitted without the window",
+					"worker", url, "err", err)
+				return noop, nil
+			}
+		}
+		elapsed := a.o.Now().Sub(start)
+		switch domain.Decide(claimed, n, window, elapsed, a.o.Budget) {
+		case domain.Admit:
+			if waited && a.o.Metrics != nil {
+				a.o.Metrics.IncAdmissionWait()
+			}
+			return a.hold(ctx, lease), nil
+		case domain.Shed:
+			if a.o.Metrics != nil {
+				a.o.Metrics.IncAdmissionShed()
+			}
+			return nil, domain.ShedError(url, n, window, elapsed, a.o.Budget)
+		}
+		waited = true
+		wctx, cancel := context.WithTimeout(ctx, domain.Remaining(elapsed, a.o.Budget))
+		_ = a.slots.Wait(wctx, url) // nil (maybe freed) or the budget ran out: claim again
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// hold renews lease every TTL/3 until the returned release func runs, which stops the
+// renewer and releases the lease.
+func (a *Admitter) hold(ctx context.Context, lease ports.Lease) func() {
+	detached := context.WithoutCancel(ctx)
+	stop, done := make(chan struct{}), make(chan struct{})
+	every := max(lease.TTL/3, time.Millisecond)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			rctx, cancel := context.WithTimeout(detached, min(every, a.o.ReleaseTimeout))
+			err := a.slots.Renew(rctx, lease)
+			cancel()
+			if errors.Is(err, ports.ErrLeaseLost) {
+				a.o.Logger.Warn("admission: slot lease lost while the decode leg runs (not renewed in time)",
+					"worker", lease.Worker, "slots", lease.N, "lease_ttl", lease.TTL)
+				return
+			}
+			if err != nil {
+				a.o.Logger.Debug("admission: slot lease renewal failed", "worker", lease.Worker, "err", err)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(stop)
+			<-done
+			rctx, cancel := context.WithTimeout(detached, a.o.ReleaseTimeout)
+			defer cancel()
+			if err := a.slots.Release(rctx, lease); err != nil {
+				a.o.Logger.Warn("admission: slot release failed; the lease expires on its own",
+					"worker", lease.Worker, "lease_ttl", lease.TTL, "err", err)
+			}
+		})
+	}
+}

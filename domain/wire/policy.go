@@ -22,8 +22,6 @@ const (
 // fallback is counted.
 const (
 	BranchNoHealthyWorkers  = "no_healthy_workers"
-	BranchTargetWorkerHit   = "target_worker_hit"
-	BranchTargetWorkerMiss  = "target_worker_miss"
 	BranchRoutingKeyHit     = "routing_key_hit"
 	BranchRandomFallback    = "random_fallback"
 	BranchNoRoutingKey      = "no_routing_key"

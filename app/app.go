@@ -14,9 +14,12 @@ import (
 
 	"github.com/smg-go/smg/adapters/api"
 	"github.com/smg-go/smg/adapters/metrics"
+	"github.com/smg-go/smg/adapters/store"
 	"github.com/smg-go/smg/adapters/store/memory"
 	"github.com/smg-go/smg/adapters/telemetry"
+	"github.com/smg-go/smg/app/admission"
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/health"
 	"github.com/smg-go/smg/app/registry"
 )
@@ -57,6 +60,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		registry.Module(),
 		health.Module(),
 		api.Module(),
+		store.Module(),
+		admission.Module(),
+		dispatch.Module(),
 		serverModule(),
 	}
 	opts = append(opts, extra...)

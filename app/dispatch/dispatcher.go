@@ -1,0 +1,303 @@
+// Package dispatch is the PD request use case over HTTP: for each client request it picks a
+// prefill/decode pair, runs the KV handoff the way the pair's engine expects — SGLang's
+// parallel dispatch with a bootstrap room, vLLM's sequential dispatch with
+// kv_transfer_params — and relays the decode output (seed "How It Works",
+// "Failures, Cancellation, and Streaming").
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/google/uuid"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/handoff"
+	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// PairSelector picks a compatible prefill/decode pair and accounts both as in flight until
+// release is called (implemented by app/selection.Selector).
+type PairSelector interface {
+	Select(req *policy.Request) (prefill, decode *worker.Live, release func(), err error)
+	SelectPrefillOnly(req *policy.Request) (prefill *worker.Live, release func(), err error)
+}
+
+// Admitter claims decode admission-window slots before a dispatch (issue #8); nil admits
+// everything. release must be called when the decode leg ends, whatever the outcome.
+type Admitter interface {
+	Admit(ctx context.Context, decode *worker.Live, n int) (release func(), err error)
+}
+
+// Deps are the Dispatcher's collaborators.
+type Deps struct {
+	Config   config.Config
+	Store    ports.WorkerStore
+	Selector PairSelector
+	Engine   ports.EngineClient
+	// Metrics may be nil (no recording).
+	Metrics ports.PDMetrics
+	// Admission may be nil (no decode window gating).
+	Admission Admitter
+	// NeedsText reports whether a leg's policy reads the routing text (cache_aware, bucket).
+	NeedsText bool
+	Logger    *slog.Logger
+	// NewUUID mints request ids and Mooncake transfer ids; nil uses UUIDv7.
+	NewUUID func() string
+}
+
+// Dispatcher serves the PD data-plane routes.
+type Dispatcher struct {
+	cfg       config.Config
+	store     ports.WorkerStore
+	sel       PairSelector
+	engine    ports.EngineClient
+	metrics   ports.PDMetrics
+	admit     Admitter
+	needsText bool
+	log       *slog.Logger
+	newUUID   func() string
+}
+
+// New builds a Dispatcher.
+func New(d Deps) *Dispatcher {
+	if d.Metrics == nil {
+		d.Metrics = nopMetrics{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.NewUUID == nil {
+		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
+		metrics: d.Metrics, admit: d.Admission, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
+}
+
+// Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
+// pair, token counting on one prefill worker, and a clear 501 for the APIs PD cannot serve.
+func (d *Dispatcher) Routes() []ports.Route {
+	var rs []ports.Route
+	for _, p := range []string{wire.PathGenerate, wire.PathChatCompletions, wire.PathCompletions,
+		wire.PathMessages, wire.PathResponses, wire.PathRerank, wire.PathRerankLegacy} {
+		route, _ := handoff.RouteFor(p)
+		rs = append(rs, ports.Route{Pattern: "POST " + p, Handler: d.pdHandler(route)})
+	}
+	rs = append(rs, ports.Route{Pattern: "POST " + wire.PathCountTokens, Handler: http.HandlerFunc(d.countTokens)})
+	for _, p := range []string{"/v1/embeddings", "/v1/classify", "/classify", "/v1/score"} {
+		rs = append(rs, ports.Route{Pattern: "POST " + p, Handler: http.HandlerFunc(unsupported)})
+	}
+	return rs
+}
+
+func unsupported(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, errs.New(http.StatusNotImplemented, wire.CodeNotSupported,
+		"%s is not supported in PD mode: embeddings and classification have no prefill/decode split", r.URL.Path))
+}
+
+// pdHandler serves one generation route through a PD pair, with retries that re-select
+// both legs while nothing has reached the client (seed "Retries re-select both legs").
+func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d.cfg.RequestTimeout)
+		defer cancel()
+		body, err := d.readBody(w, r)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		rq, err := handoff.Inspect(route, body)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		if e := d.checkModel(rq.Model); e != nil {
+			WriteError(w, e)
+			return
+		}
+		preq := &policy.Request{Model: rq.Model, RoutingKey: d.routingKey(r.Header)}
+		if d.needsText {
+			preq.Text = rq.RoutingText()
+		}
+		hdr := forwardHeaders(r.Header)
+
+		attempts := d.cfg.RetryMaxRetries
+		if d.cfg.DisableRetries || attempts < 1 {
+			attempts = 1
+		}
+		bo := &backoff.ExponentialBackOff{
+			InitialInterval:     time.Duration(d.cfg.RetryInitialBackoffMS) * time.Millisecond,
+			RandomizationFactor: d.cfg.RetryJitterFactor,
+			Multiplier:          d.cfg.RetryBackoffMult,
+			MaxInterval:         time.Duration(d.cfg.RetryMaxBackoffMS) * time.Millisecond,
+		}
+		bo.Reset()
+		var last error
+		for i := 0; i < attempts; i++ {
+			if i > 0 {
+				t := time.NewTimer(bo.NextBackOff())
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					WriteError(w, last)
+					return
+				}
+			}
+			committed, err := d.attempt(ctx, w, rq, preq, hdr)
+			if err == nil || committed {
+				return
+			}
+			last = err
+			if e, ok := errs.As(err); !ok || !e.Retryable || ctx.Err() != nil {
+				break
+			}
+			d.log.Info("PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
+		}
+		if e, ok := errs.As(last); ok && e.Status == 499 {
+			return // the client is gone: nobody reads an answer
+		}
+		WriteError(w, last)
+	})
+}
+
+// attempt runs one dispatch on a freshly selected pair. committed reports that the response
+// head reached the client, after which no retry is possible.
+func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
+	preq *policy.Request, hdr http.Header) (committed bool, err error) {
+	p, dc, release, err := d.sel.Select(preq)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	if p.Runtime == worker.RuntimeVLLM {
+		return d.sequential(ctx, w, rq, p, dc, hdr)
+	}
+	if rq.N > 1 && rq.Route.Samples() {
+		return d.fanout(ctx, w, rq, preq, p, dc, hdr)
+	}
+	rel, err := d.admitDecode(ctx, dc, 1)
+	if err != nil {
+		return false, err
+	}
+	defer rel()
+	legs := handoff.BootstrapPatch(rq.Body, rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
+	d.log.Debug("PD pair selected", "route", rq.Route.String(), "prefill", p.URL, "decode", dc.URL, "rooms", legs.Rooms)
+	o, err := d.openParallel(ctx, rq, legs, p, dc, hdr)
+	if err != nil {
+		return false, err
+	}
+	defer o.finish()
+	o.forceJSON = rq.Logprobs
+	d.startDrain(o, rq.Logprobs)
+	if rq.Stream {
+		d.relayStream(w, o)
+		return true, nil
+	}
+	if err := d.relayBody(w, o); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// admitDecode claims n decode slots when an Admitter is configured.
+func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (func(), error) {
+	if d.admit == nil {
+		return func() {}, nil
+	}
+	return d.admit.Admit(ctx, dc, n)
+}
+
+// readBody reads the client body within --max-payload-size: 413 beyond it.
+func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.cfg.MaxPayloadSize))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errs.New(http.StatusRequestEntityTooLarge, "payload_too_large",
+				"request body exceeds --max-payload-size (%d bytes)", d.cfg.MaxPayloadSize)
+		}
+		return nil, errs.BadRequest("failed to read request body: %v", err)
+	}
+	return b, nil
+}
+
+// checkModel refuses a model that no prefill or decode worker serves (404 model_not_found),
+// instead of sending it to an arbitrary pair. An empty fleet is left to selection (503
+// no_available_workers naming the leg); a body without a model matches every worker.
+func (d *Dispatcher) checkModel(m string) *errs.Error {
+	if m == "" {
+		return nil
+	}
+	any := false
+	for _, role := range []worker.Role{worker.RolePrefill, worker.RoleDecode} {
+		for _, l := range d.store.ByRole(role) {
+			any = true
+			if l.ServesModel(m) {
+				return nil
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return errs.ModelNotFound(m)
+}
+
+// routingKey returns the first configured routing-key header's value (smg-spec.md §5.10).
+func (d *Dispatcher) routingKey(h http.Header) string {
+	for _, name := range d.cfg.RoutingKeyHeaders {
+		if v := strings.TrimSpace(h.Get(name)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// countTokens sends /v1/messages/count_tokens to one prefill worker, without bootstrap
+// fields and without a decode leg (seed "Supported APIs": token counting generates nothing).
+func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.RequestTimeout)
+	defer cancel()
+	body, err := d.readBody(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	rq, err := handoff.Inspect(handoff.RouteMessages, body)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	p, release, err := d.sel.SelectPrefillOnly(&policy.Request{Model: rq.Model, RoutingKey: d.routingKey(r.Header)})
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer release()
+	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header)})
+	if err != nil {
+		WriteError(w, legTransportError("prefill", p, err, ctx))
+		return
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxPayloadSize))
+	if err != nil {
+		WriteError(w, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodePrefillReadFailed, Leg: "prefill",
+			Message: "Failed to read prefill response: " + err.Error()})
+		return
+	}
+	copyResponseHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(out)
+}

@@ -1,0 +1,149 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/adapters/engine/httpengine"
+	"github.com/smg-go/smg/adapters/telemetry"
+	"github.com/smg-go/smg/app/admission"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/app/selection"
+	"github.com/smg-go/smg/domain/pairing"
+	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/ports"
+)
+
+// PolicyOptions maps the policy tuning flags of config.Config onto policy.Options.
+func PolicyOptions(cfg config.Config, sticky policy.StickyStore) policy.Options {
+	o := policy.DefaultOptions()
+	o.CacheThreshold = cfg.CacheThreshold
+	o.BalanceAbsThreshold = cfg.BalanceAbsThreshold
+	o.BalanceRelThreshold = cfg.BalanceRelThreshold
+	if cfg.EvictionIntervalSecs > 0 {
+		o.EvictionInterval = time.Duration(cfg.EvictionIntervalSecs) * time.Second
+	}
+	o.MaxTreeSize = cfg.MaxTreeSize
+	o.PrefixTokenCount = cfg.PrefixTokenCount
+	o.PrefixHashLoadFactor = cfg.PrefixHashLoadFactor
+	if cfg.MaxIdleSecs > 0 {
+		o.MaxIdle = time.Duration(cfg.MaxIdleSecs) * time.Second
+	}
+	o.LeastLoadKVPressureWeight = cfg.LeastLoadKVPressureWeight
+	o.LeastLoadDefaultThroughput = cfg.LeastLoadDefaultThroughput
+	o.LeastLoadMeanPrefillTokens = cfg.LeastLoadMeanPrefillTokens
+	o.LeastLoadMaxWaitingRequests = cfg.LeastLoadMaxWaitingReqs
+	o.Sticky = sticky
+	return o
+}
+
+// Policies builds the prefill and decode leg policies (one instance per leg, seed
+// "Per-Phase Policies"). Errors name the flag.
+func Policies(cfg config.Config, sticky policy.StickyStore) (prefill, decode policy.Policy, err error) {
+	o := PolicyOptions(cfg, sticky)
+	if prefill, err = policy.New(cfg.PrefillPolicyName(), policy.LegPrefill, o); err != nil {
+		return nil, nil, fmt.Errorf("--prefill-policy: %w", err)
+	}
+	if decode, err = policy.New(cfg.DecodePolicyName(), policy.LegDecode, o); err != nil {
+		return nil, nil, fmt.Errorf("--decode-policy: %w", err)
+	}
+	return prefill, decode, nil
+}
+
+type moduleIn struct {
+	fx.In
+	LC        fx.Lifecycle
+	Config    config.Config
+	Store     ports.WorkerStore
+	Registry  *registry.Service
+	Sticky    ports.StickyStore
+	Admission *admission.Admitter
+	Metrics   ports.PDMetrics `optional:"true"`
+	Log       *slog.Logger    `optional:"true"`
+}
+
+type moduleOut struct {
+	fx.Out
+	Dispatcher *Dispatcher
+	Selector   *selection.Selector
+	Routes     []ports.Route `group:"routes,flatten"`
+}
+
+// Module provides the pair selector (pairing mode and per-leg policies from the config),
+// the HTTP engine client, the Dispatcher and its data-plane routes (fx group "routes"). It
+// also gives the registry the real pd_pairing key function and runs cache_aware eviction
+// every --eviction-interval.
+func Module() fx.Option {
+	return fx.Module("dispatch", fx.Provide(newModule))
+}
+
+func newModule(in moduleIn) (moduleOut, error) {
+	log := in.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	mode, err := pairing.ParseMode(in.Config.PairingMode)
+	if err != nil {
+		return moduleOut{}, fmt.Errorf("--pd-pairing-mode: %w", err)
+	}
+	pp, dp, err := Policies(in.Config, in.Sticky)
+	if err != nil {
+		return moduleOut{}, err
+	}
+	sel := selection.New(in.Store, mode, pp, dp, log)
+	if in.Metrics != nil {
+		sel.SetMetrics(in.Metrics)
+	}
+	in.Registry.SetPairingKey(selection.PairingKey)
+	engine := httpengine.New(httpengine.Options{
+		ConnectTimeout:   in.Config.ConnectTimeout,
+		FirstByteTimeout: in.Config.FirstByteTimeout,
+		InjectHeaders:    telemetry.InjectHeaders,
+	})
+	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: engine, Metrics: in.Metrics,
+		Admission: in.Admission, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
+
+	stop := make(chan struct{})
+	in.LC.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go evictLoop(stop, time.Duration(in.Config.EvictionIntervalSecs)*time.Second, pp, dp)
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			close(stop)
+			engine.CloseIdle()
+			return nil
+		},
+	})
+	return moduleOut{Dispatcher: d, Selector: sel, Routes: d.Routes()}, nil
+}
+
+// evictLoop calls Evict on the policies that keep a tree (cache_aware) every interval.
+func evictLoop(stop <-chan struct{}, every time.Duration, ps ...policy.Policy) {
+	var ev []policy.Evicter
+	for _, p := range ps {
+		if e, ok := p.(policy.Evicter); ok {
+			ev = append(ev, e)
+		}
+	}
+	if len(ev) == 0 || every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			for _, e := range ev {
+				e.Evict()
+			}
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package dispatch
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/handoff"
+	"github.com/smg-go/smg/domain/wire"
+)
+
+// relayBufSize is the read size of the streaming relay (bytes). Each read is written and
+// flushed at once: no decode chunk waits in the gateway (style.md pattern 8).
+const relayBufSize = 32 << 10
+
+// relayStream streams the decode SSE body to the client as it arrives (seed "HTTP streams
+// start on the response heads"). It stops after the line-anchored [DONE] event. A decode
+// stream that breaks or ends without [DONE] gets an error event followed by [DONE], never a
+// silent truncation. With prefill logprobs, each event carrying
+// meta_info.input_token_logprobs is rewritten with the prefill's in front.
+func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
+	h := w.Header()
+	copyResponseHeaders(h, o.decodeResp.Header)
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(wire.HeaderRoutedWorker, o.decode.URL)
+	w.WriteHeader(o.decodeResp.Status)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+
+	body := o.decodeResp.Body
+	buf := make([]byte, relayBufSize)
+	var scan handoff.DoneScanner
+	var split *handoff.EventSplitter
+	if o.prefillLogprobs != nil {
+		split = &handoff.EventSplitter{}
+	}
+	first := true
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if first {
+				first = false
+				d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
+			}
+			chunk := buf[:n]
+			end, done := scan.Feed(chunk)
+			chunk = chunk[:end]
+			var werr error
+			if split != nil {
+				werr = d.writeMerged(w, split, chunk, o.prefillLogprobs)
+			} else {
+				_, werr = w.Write(chunk)
+			}
+			if werr == nil {
+				werr = rc.Flush()
+			}
+			if werr != nil {
+				o.cancel() // client gone: abort both legs
+				return
+			}
+			if done {
+				return
+			}
+		}
+		if rerr != nil {
+			if split != nil {
+				if rest := split.Flush(); len(rest) > 0 {
+					_, _ = w.Write(rest)
+				}
+			}
+			msg := "decode stream ended before [DONE]"
+			if !errors.Is(rerr, io.EOF) {
+				msg = "decode stream failed: " + rerr.Error()
+			}
+			d.log.Warn("decode stream broke", "decode", o.decode.URL, "err", rerr)
+			_, _ = w.Write(handoff.StreamError(&errs.Error{Status: http.StatusBadGateway,
+				Code: "decode_stream_failed", Message: msg, Leg: "decode"}))
+			_ = rc.Flush()
+			return
+		}
+	}
+}
+
+// writeMerged frames chunk into events and writes each, merging prefill logprobs.
+func (d *Dispatcher) writeMerged(w io.Writer, split *handoff.EventSplitter, chunk, lp []byte) error {
+	if err := split.Write(chunk); err != nil {
+		return err
+	}
+	for {
+		ev, ok := split.Next()
+		if !ok {
+			return nil
+		}
+		out, _ := handoff.MergeLogprobsEvent(lp, ev)
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+}
+
+// relayBody answers a non-streaming request. The decode body is read completely first, so a
+// decode that dies mid-body becomes a clean 502 instead of a truncated 200. Without logprobs
+// the decode's headers and bytes are relayed as they are (Content-Type from the engine);
+// with logprobs the merged body is sent as application/json (seed "Non-streaming HTTP
+// responses keep a JSON content type").
+func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) error {
+	body, err := io.ReadAll(io.LimitReader(o.decodeResp.Body, d.cfg.MaxPayloadSize))
+	if err != nil {
+		return &errs.Error{Status: http.StatusBadGateway, Code: "decode_read_failed", Leg: "decode",
+			Retryable: false, Message: "Failed to read decode response: " + err.Error()}
+	}
+	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
+	h := w.Header()
+	if o.prefillLogprobs != nil || o.forceJSON {
+		if o.prefillLogprobs != nil {
+			body, _ = handoff.MergeLogprobs(o.prefillLogprobs, body)
+		}
+		h.Set("Content-Type", "application/json")
+	} else {
+		copyResponseHeaders(h, o.decodeResp.Header)
+	}
+	h.Set(wire.HeaderRoutedWorker, o.decode.URL)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(o.decodeResp.Status)
+	_, _ = w.Write(body)
+	return nil
+}

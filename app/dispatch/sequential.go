@@ -1,0 +1,104 @@
+package dispatch
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/handoff"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// sequential runs a vLLM pair (seed "Sequential Dispatch (vLLM)"; smg-spec.md §2.10): a
+// one-token prefill leg tagged by the prefill's connector, then — only after it succeeded —
+// the decode leg carrying kv_transfer_params. A prefill failure never reaches the decode
+// worker. Every fallback to a local recompute is counted.
+func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
+	p, dc *worker.Live, hdr http.Header) (bool, error) {
+	conn, err := handoff.ConnectorForPair(p.Worker, dc.Worker, d.newUUID)
+	if err != nil {
+		return false, err
+	}
+	plan, err := handoff.PlanSequential(conn, rq)
+	if err != nil {
+		return false, err
+	}
+	d.metrics.IncConnectorMode(plan.Mode)
+	// vLLM matches both legs by X-Request-Id: keep the client's, else mint one (engines.md §3.2).
+	if hdr.Get(wire.HeaderRequestID) == "" {
+		hdr.Set(wire.HeaderRequestID, d.newUUID())
+	}
+	legCtx, cancel := context.WithCancel(ctx)
+	start := time.Now()
+	path := rq.Route.Path()
+
+	var prefillBody []byte
+	if !plan.SkipPrefill {
+		resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
+		if err != nil {
+			cancel()
+			return false, legTransportError("prefill", p, err, ctx)
+		}
+		if !ok2xx(resp.Status) {
+			body := readLimited(resp.Body)
+			cancel()
+			return false, &errs.Error{Status: resp.Status, Code: wire.CodePrefillUpstreamError, Leg: "prefill",
+				Retryable: retryableStatus(resp.Status), Message: upstreamMessage(body)}
+		}
+		prefillBody, err = io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxPayloadSize))
+		_ = resp.Body.Close()
+		if err != nil {
+			cancel()
+			if ctx.Err() != nil {
+				return false, contextError(ctx, "reading the prefill response")
+			}
+			return false, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodePrefillReadFailed, Leg: "prefill",
+				Retryable: true, Message: "Failed to read prefill response: " + err.Error()}
+		}
+		d.metrics.ObservePrefillDuration(rq.Model, string(p.Runtime), time.Since(start))
+	}
+	decodeBody, outcome := plan.Decode(prefillBody)
+	switch outcome {
+	case handoff.OutcomeKVTransferFailure:
+		d.metrics.IncKVTransferFailure()
+		d.log.Warn("NIXL prefill returned no kv_transfer_params; decode recomputes the prompt",
+			"prefill", p.URL, "decode", dc.URL)
+	case handoff.OutcomeRecompute:
+		d.log.Warn("Mooncake prefill has no kv_engine_id; decode recomputes the prompt", "prefill", p.URL)
+	}
+	d.log.Debug("vLLM PD pair", "prefill", p.URL, "decode", dc.URL, "mode", plan.Mode,
+		"transfer_id", plan.TransferID, "outcome", outcome.String(),
+		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
+
+	rel, err := d.admitDecode(ctx, dc, 1)
+	if err != nil {
+		cancel()
+		return false, err
+	}
+	defer rel()
+	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
+	if err != nil {
+		cancel()
+		return false, legTransportError("decode", dc, err, ctx)
+	}
+	if !ok2xx(resp.Status) {
+		body := readLimited(resp.Body)
+		cancel()
+		return false, decodeError(resp.Status, body)
+	}
+	o := &open{prefill: p, decode: dc, decodeResp: resp, start: start, cancel: cancel,
+		model: rq.Model, runtime: string(p.Runtime)}
+	defer o.finish()
+	if rq.Stream {
+		d.relayStream(w, o)
+		return true, nil
+	}
+	if err := d.relayBody(w, o); err != nil {
+		return false, err
+	}
+	return true, nil
+}

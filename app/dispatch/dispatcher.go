@@ -39,6 +39,14 @@ type Admitter interface {
 	Admit(ctx context.Context, decode *worker.Live, n int) (release func(), err error)
 }
 
+// OutcomeRecorder records the outcome of every leg the gateway contacted, for circuit
+// breakers (issue #9). status is the leg's HTTP status, or 0 with err set for a transport
+// failure. A leg the gateway cancelled itself (because the other leg failed or the client
+// left) records nothing. The recorder decides what counts: 4xx client faults never do.
+type OutcomeRecorder interface {
+	Record(w *worker.Live, status int, err error)
+}
+
 // Deps are the Dispatcher's collaborators.
 type Deps struct {
 	Config   config.Config
@@ -49,6 +57,8 @@ type Deps struct {
 	Metrics ports.PDMetrics
 	// Admission may be nil (no decode window gating).
 	Admission Admitter
+	// Outcomes may be nil (no circuit breakers).
+	Outcomes OutcomeRecorder
 	// NeedsText reports whether a leg's policy reads the routing text (cache_aware, bucket).
 	NeedsText bool
 	Logger    *slog.Logger
@@ -64,6 +74,7 @@ type Dispatcher struct {
 	engine    ports.EngineClient
 	metrics   ports.PDMetrics
 	admit     Admitter
+	outcomes  OutcomeRecorder
 	needsText bool
 	log       *slog.Logger
 	newUUID   func() string
@@ -81,7 +92,7 @@ func New(d Deps) *Dispatcher {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
-		metrics: d.Metrics, admit: d.Admission, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
+		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
 }
 
 // Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
@@ -208,6 +219,13 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, err
 	}
 	return true, nil
+}
+
+// record reports a leg outcome to the OutcomeRecorder, if any.
+func (d *Dispatcher) record(w *worker.Live, status int, err error) {
+	if d.outcomes != nil {
+		d.outcomes.Record(w, status, err)
+	}
 }
 
 // admitDecode claims n decode slots when an Admitter is configured.

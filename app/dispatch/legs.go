@@ -96,8 +96,12 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		case x := <-pch:
 			pr = &x
 			if x.err != nil {
+				if ctx.Err() == nil {
+					d.record(p, 0, x.err)
+				}
 				return fail(legTransportError("prefill", p, x.err, ctx))
 			}
+			d.record(p, x.resp.Status, nil)
 			if !ok2xx(x.resp.Status) {
 				body := readLimited(x.resp.Body)
 				return fail(prefillError(x.resp.Status, body))
@@ -105,8 +109,12 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		case x := <-dch:
 			dr = &x
 			if x.err != nil {
+				if ctx.Err() == nil {
+					d.record(dc, 0, x.err)
+				}
 				return fail(legTransportError("decode", dc, x.err, ctx))
 			}
+			d.record(dc, x.resp.Status, nil)
 			if !ok2xx(x.resp.Status) {
 				body := readLimited(x.resp.Body)
 				return fail(decodeError(x.resp.Status, body))

@@ -41,8 +41,12 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
 		if err != nil {
 			cancel()
+			if ctx.Err() == nil {
+				d.record(p, 0, err)
+			}
 			return false, legTransportError("prefill", p, err, ctx)
 		}
+		d.record(p, resp.Status, nil)
 		if !ok2xx(resp.Status) {
 			body := readLimited(resp.Body)
 			cancel()
@@ -83,8 +87,12 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
 	if err != nil {
 		cancel()
+		if ctx.Err() == nil {
+			d.record(dc, 0, err)
+		}
 		return false, legTransportError("decode", dc, err, ctx)
 	}
+	d.record(dc, resp.Status, nil)
 	if !ok2xx(resp.Status) {
 		body := readLimited(resp.Body)
 		cancel()

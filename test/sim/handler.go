@@ -82,6 +82,11 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 		o.fail(e)
 		return
 	}
+	defer func() {
+		if res.nixlID != "" {
+			s.nixl.drop(res.nixlID) // the params never reached the client: free the blocks
+		}
+	}()
 	if j.stream {
 		if e := s.stream(ctx, o, j, res, fs.dieAfter); e != nil {
 			o.fail(e)
@@ -106,7 +111,9 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 	s.c.genTokens.Add(int64(res.n * len(j.items)))
 	if !o.body(body) {
 		o.fail(errClientGone)
+		return
 	}
+	res.nixlID = "" // delivered: the blocks wait for the decode's pull (or the lease)
 }
 
 // applyFaults runs the faults that act before the request is processed. It returns false
@@ -250,8 +257,12 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		s.wg.Add(1)
 		go s.mooncakeLease(mc)
 	case tagged:
+		if ctx.Err() != nil {
+			return s.release, errClientGone
+		}
 		p := s.nixlRegister(j, r.Header.Get(wire.HeaderRequestID))
 		res.kv, _ = json.Marshal(p)
+		res.nixlID = p.RemoteRequestID
 	}
 	return s.release, nil
 }

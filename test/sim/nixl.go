@@ -76,6 +76,16 @@ func (st *nixlStore) take(reqID string, blocks []int64) (kvPayload, int) {
 	return e.payload, http.StatusOK
 }
 
+// drop forgets reqID's blocks (its prefill client went away before the params reached it).
+func (st *nixlStore) drop(reqID string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if e := st.m[reqID]; e != nil {
+		e.lease.Stop()
+		delete(st.m, reqID)
+	}
+}
+
 func (st *nixlStore) close() {
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -15,6 +15,7 @@ type output struct {
 	n         int             // output tokens per item
 	finishLen int             // SGLang finish_reason.length (0 on a prefill)
 	kv        json.RawMessage // vLLM kv_transfer_params ("null" when none); nil for SGLang
+	nixlID    string          // NIXL blocks kept for this answer (dropped if the client leaves)
 	id        string
 	created   int64
 	model     string

@@ -106,6 +106,23 @@ func TestSGLangMatchedHandoff(t *testing.T) {
 			},
 		},
 		{
+			name: "chat n=2 with a room list", path: "/v1/chat/completions", room: []uint64{31, 32}, items: 2,
+			fields: map[string]any{"n": 2, "max_tokens": 2, "messages": []map[string]any{{"role": "user", "content": "hello there"}}},
+			check: func(t *testing.T, d, _ []byte) {
+				var dm struct {
+					Choices []struct {
+						Index   int                      `json:"index"`
+						Message struct{ Content string } `json:"message"`
+					} `json:"choices"`
+				}
+				require.NoError(t, json.Unmarshal(d, &dm))
+				require.Len(t, dm.Choices, 2)
+				want := sim.HandoffText(sim.ChatPrompt(sim.Message{Role: "user", Content: "hello there"}), 2)
+				assert.Equal(t, want, dm.Choices[1].Message.Content)
+				assert.Equal(t, 1, dm.Choices[1].Index)
+			},
+		},
+		{
 			name: "chat scalar room", path: "/v1/chat/completions", room: uint64(0), items: 1,
 			fields: map[string]any{"model": "sim-model", "max_tokens": 3, "messages": []map[string]any{
 				{"role": "system", "content": "be brief"},

@@ -234,6 +234,19 @@ func TestNixlBlocksAreSingleUseAndLeased(t *testing.T) {
 		late := post(d.URL()+"/v1/completions", map[string]any{"prompt": "nobody pulls", "kv_transfer_params": kv})
 		assert.Equal(t, http.StatusInternalServerError, late.status)
 	})
+	t.Run("blocks whose params never reached the client are freed", func(t *testing.T) {
+		t.Parallel()
+		p := start(t, cfgOf(sim.EngineVLLM, sim.RolePrefill))
+		cut := post(p.URL()+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1,
+			"kv_transfer_params": nixlTag, "sim_fault": "prefill:die-after:0"})
+		require.Error(t, cut.err)
+		streamed := post(p.URL()+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1, "stream": true,
+			"kv_transfer_params": nixlTag})
+		require.NoError(t, streamed.err)
+		assert.NotContains(t, string(streamed.body), "remote_block_ids")
+		eventually(t, func() bool { return p.PendingHandoffs() == 0 }, "blocks freed")
+		assert.Zero(t, p.Stats().UnmatchedRooms)
+	})
 	t.Run("no-kv-params fault", func(t *testing.T) {
 		t.Parallel()
 		p := start(t, cfgOf(sim.EngineVLLM, sim.RolePrefill))

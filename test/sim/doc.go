@@ -15,5 +15,13 @@
 // handoff; [HandoffText] and [RecomputeText] let tests tell a real handoff from a local
 // recompute. Counters are exposed by GET /sim/stats and [Server.Stats].
 //
+// Errors found before the first response byte are answered with their status and the
+// engine's error body (a decode handoff failure is a 500, even for stream:true); once a head
+// is out (streaming, or the delay-body fault) they travel as an SSE error event + [DONE].
+//
+// Counter timing: SGLang and NIXL count handoffs_sent / handoffs_received before the leg
+// answers; a Mooncake prefill answers at once and counts handoffs_sent when the decode's
+// fetch completes (poll Stats in tests).
+//
 // Use [Start] in tests, or the cmd/smg-sim binary for demos and fleets.
 package sim

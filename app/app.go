@@ -30,7 +30,8 @@ const stopMargin = 10 * time.Second
 
 // New builds the gateway: config (validated first: a bad value fails Start with the
 // *config.FlagError), telemetry (slog, OpenTelemetry), metrics, the worker store, registry,
-// health checker, the huma API and the main HTTP server. extra options are appended (tests
+// health checker, the huma API, shared state (memory or Redis), decode admission, PD
+// dispatch (its data-plane routes join the fx group "routes") and the main HTTP server. extra options are appended (tests
 // use fx.Populate, fx.Decorate or fx.Replace). fx's own event log is silent unless
 // --log-level is debug. Start binds the ports; Stop drains within
 // --shutdown-grace-period-secs.
@@ -63,6 +64,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		store.Module(),
 		admission.Module(),
 		dispatch.Module(),
+		resilienceModule(),
 		serverModule(),
 	}
 	opts = append(opts, extra...)

@@ -184,6 +184,39 @@ func TestDemoFleet(t *testing.T) {
 			}
 			assert.Equal(t, map[string]int{"prefill": 2, "decode": 2}, roles)
 
+			// The banner's chat completion goes through a prefill/decode pair.
+			chat := `{"model": "sim-model", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 16}`
+			resp, err = http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(chat))
+			require.NoError(t, err)
+			var completion struct {
+				Choices []struct {
+					Message      struct{ Content string } `json:"message"`
+					FinishReason string                   `json:"finish_reason"`
+				} `json:"choices"`
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&completion))
+			resp.Body.Close()
+			require.Len(t, completion.Choices, 1)
+			assert.NotEmpty(t, completion.Choices[0].Message.Content)
+			assert.Equal(t, "length", completion.Choices[0].FinishReason)
+			assert.Equal(t, 16, completion.Usage.CompletionTokens)
+
+			resp, err = http.Get(base + "/metrics")
+			require.NoError(t, err)
+			metricsText, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			assert.Contains(t, string(metricsText), `smg_pd_ttft_seconds_count{backend_type="pd",model="sim-model",runtime="`+engine+`"} 1`)
+			nixl := "0"
+			if engine == "vllm" {
+				nixl = "1"
+			}
+			assert.Contains(t, string(metricsText), `smg_pd_kv_connector_mode_total{mode="nixl"} `+nixl)
+
 			children := childPIDs(cmd.Process.Pid)
 			assert.Len(t, children, 4, "one smg-sim process per worker")
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))

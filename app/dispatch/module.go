@@ -64,6 +64,7 @@ type moduleIn struct {
 	Sticky    ports.StickyStore
 	Admission *admission.Admitter
 	Metrics   ports.PDMetrics `optional:"true"`
+	Outcomes  OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger    `optional:"true"`
 }
 
@@ -106,7 +107,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 		InjectHeaders:    telemetry.InjectHeaders,
 	})
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: engine, Metrics: in.Metrics,
-		Admission: in.Admission, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
+		Admission: in.Admission, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{

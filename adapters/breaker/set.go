@@ -1,0 +1,99 @@
+package breaker
+
+import (
+	"sync"
+
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// Set holds one Breaker per registered worker, keyed by worker ID. It implements
+// dispatch.OutcomeRecorder. The registry replaces a worker's *worker.Live when it activates
+// (a "removed" then an "added" event with the same ID), so breakers are attached on every
+// "added" event and looked up by ID, never by *worker.Live identity.
+type Set struct {
+	settings Settings
+	m        Metrics
+
+	mu   sync.RWMutex
+	byID map[string]*Breaker
+}
+
+// NewSet builds an empty Set; m may be nil (no metrics).
+func NewSet(s Settings, m Metrics) *Set {
+	if m == nil {
+		m = nopMetrics{}
+	}
+	return &Set{settings: s.normalized(), m: m, byID: map[string]*Breaker{}}
+}
+
+// Attach installs the worker's breaker as its gate, creating a closed one when the worker
+// has none yet, and returns it. Called for every "added" store event.
+func (s *Set) Attach(l *worker.Live) *Breaker {
+	s.mu.Lock()
+	b, ok := s.byID[l.ID]
+	if !ok || b.worker != l.URL {
+		if ok {
+			s.m.ForgetCB(b.worker)
+		}
+		b = New(l.URL, s.settings, s.m)
+		s.byID[l.ID] = b
+	}
+	s.mu.Unlock()
+	l.SetGate(b)
+	return b
+}
+
+// Forget drops the breaker of a removed worker and its series. A worker re-registered later
+// starts with a closed breaker.
+func (s *Set) Forget(l *worker.Live) {
+	s.mu.Lock()
+	b, ok := s.byID[l.ID]
+	if ok {
+		delete(s.byID, l.ID)
+	}
+	s.mu.Unlock()
+	if ok {
+		s.m.ForgetCB(b.worker)
+	}
+}
+
+// Get returns the breaker of the worker with id, or nil.
+func (s *Set) Get(id string) *Breaker {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byID[id]
+}
+
+// Record classifies one leg result (Classify: status, or 0 with err for a transport
+// failure) and applies it to the worker's breaker. Results for a worker that is no longer
+// registered are dropped. It implements dispatch.OutcomeRecorder; dispatch calls it once per
+// leg it contacted and did not cancel itself.
+func (s *Set) Record(l *worker.Live, status int, err error) {
+	if l == nil {
+		return
+	}
+	if b := s.Get(l.ID); b != nil {
+		b.Record(Classify(status, err))
+	}
+}
+
+// Follow attaches a breaker to every worker in store now and on every later "added" event,
+// and forgets it on "removed". The callback only touches the Set and the worker's gate, as
+// ports.WorkerStore.Subscribe requires.
+func (s *Set) Follow(store ports.WorkerStore) {
+	store.Subscribe(func(ev ports.WorkerEvent) {
+		if ev.Worker == nil {
+			return
+		}
+		switch ev.Kind {
+		case ports.EventAdded:
+			s.Attach(ev.Worker)
+		case ports.EventRemoved:
+			s.Forget(ev.Worker)
+		}
+	})
+	for _, l := range store.List() {
+		s.Attach(l)
+	}
+}

@@ -38,6 +38,8 @@ type open struct {
 	drained chan struct{}
 	model   string
 	runtime string
+	// route is the request's API; it decides how a stream ends (streamEndsWithDone).
+	route handoff.Route
 	// forceJSON answers a non-streaming body as application/json whatever the engine said
 	// (the request asked for logprobs).
 	forceJSON bool
@@ -124,7 +126,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		}
 	}
 	o := &open{prefill: p, decode: dc, decodeResp: dr.resp, prefillResp: pr.resp, start: start,
-		prefillHead: pr.at, cancel: cancel, model: rq.Model, runtime: string(p.Runtime)}
+		prefillHead: pr.at, cancel: cancel, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	return o, nil
 }
 

@@ -18,9 +18,10 @@ const relayBufSize = 32 << 10
 
 // relayStream streams the decode SSE body to the client as it arrives (seed "HTTP streams
 // start on the response heads"). It stops after the line-anchored [DONE] event. A decode
-// stream that breaks or ends without [DONE] gets an error event followed by [DONE], never a
-// silent truncation. With prefill logprobs, each event carrying
-// meta_info.input_token_logprobs is rewritten with the prefill's in front.
+// stream that breaks, or that ends without [DONE] on a route terminated by it
+// (streamEndsWithDone), gets an error event followed by [DONE], never a silent truncation.
+// With prefill logprobs, each event carrying meta_info.input_token_logprobs is rewritten
+// with the prefill's in front.
 func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 	h := w.Header()
 	copyResponseHeaders(h, o.decodeResp.Header)
@@ -72,6 +73,10 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 					_, _ = w.Write(rest)
 				}
 			}
+			if errors.Is(rerr, io.EOF) && !streamEndsWithDone(o.route) {
+				_ = rc.Flush()
+				return // an Anthropic or Responses stream ends with its own terminal event
+			}
 			msg := "decode stream ended before [DONE]"
 			if !errors.Is(rerr, io.EOF) {
 				msg = "decode stream failed: " + rerr.Error()
@@ -83,6 +88,14 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 			return
 		}
 	}
+}
+
+// streamEndsWithDone reports whether the route's SSE stream is terminated by
+// "data: [DONE]": OpenAI chat/completions and SGLang /generate. /v1/messages (Anthropic:
+// message_stop) and /v1/responses (response.completed) streams end with a named event and
+// then EOF, which is a clean end, not a broken stream.
+func streamEndsWithDone(r handoff.Route) bool {
+	return r != handoff.RouteMessages && r != handoff.RouteResponses
 }
 
 // writeMerged frames chunk into events and writes each, merging prefill logprobs.

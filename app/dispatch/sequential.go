@@ -99,7 +99,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		return false, decodeError(resp.Status, body)
 	}
 	o := &open{prefill: p, decode: dc, decodeResp: resp, start: start, cancel: cancel,
-		model: rq.Model, runtime: string(p.Runtime)}
+		model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	defer o.finish()
 	if rq.Stream {
 		d.relayStream(w, o)

@@ -115,6 +115,16 @@ const (
 	// until MoRI-IO lands (issue #5: "refuse such a pair with a clear 501 rather than
 	// guessing"). Not a seed code: the seed's moriio_* codes describe the finished feature.
 	CodeMoRIIOConnectorUnsupported = "moriio_connector_unsupported"
+	// CodeDecodeStreamFailed (in-stream error event, 502) ends a decode stream that broke
+	// after the head was sent (smg-spec.md §6.5 shape).
+	CodeDecodeStreamFailed = "decode_stream_failed"
+	// CodeDecodeFirstByteTimeout (504; an in-stream error event once the head is out) is a
+	// decode leg that sent no output within --first-byte-timeout-secs (issue #9). Not a
+	// seed code.
+	CodeDecodeFirstByteTimeout = "decode_first_byte_timeout"
+	// CodeDecodeInvalidResponse (502) is a non-streaming decode answer with a JSON content
+	// type whose body is not JSON (issue #9 "malformed engine JSON"). Not a seed code.
+	CodeDecodeInvalidResponse = "decode_invalid_response"
 )
 
 // Worker-management API error codes (smg-spec.md §3.2, §3.4, §6.6). These endpoints answer

@@ -31,10 +31,16 @@ var hopByHop = map[string]bool{
 	"Host": true, "Content-Length": true,
 }
 
-// copyResponseHeaders relays an engine's response headers minus hop-by-hop ones.
+// copyResponseHeaders relays an engine's response headers minus hop-by-hop ones. Headers
+// the gateway already set (the request id echoed by the middleware) are kept: the client
+// sees the gateway's X-Request-Id, not the engine's.
 func copyResponseHeaders(dst, src http.Header) {
 	for k, vs := range src {
-		if hopByHop[http.CanonicalHeaderKey(k)] {
+		ck := http.CanonicalHeaderKey(k)
+		if hopByHop[ck] {
+			continue
+		}
+		if _, set := dst[ck]; set {
 			continue
 		}
 		dst[k] = vs

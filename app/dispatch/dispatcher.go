@@ -41,8 +41,12 @@ type Admitter interface {
 
 // OutcomeRecorder records the outcome of every leg the gateway contacted, for circuit
 // breakers (issue #9). status is the leg's HTTP status, or 0 with err set for a transport
-// failure. A leg the gateway cancelled itself (because the other leg failed or the client
-// left) records nothing. The recorder decides what counts: 4xx client faults never do.
+// failure, a body that broke, or a malformed answer. A non-2xx head is recorded when it
+// arrives; a 2xx leg when its body ends (the prefill when its drain ends, the decode when
+// its stream or body ends), so a decode that dies mid-stream counts as a failure. A leg the
+// gateway cancelled itself (because the other leg failed, the client left or the request
+// timed out) records nothing. The recorder decides what counts: 4xx client faults never do.
+// Record is called from request goroutines concurrently and must be cheap.
 type OutcomeRecorder interface {
 	Record(w *worker.Live, status int, err error)
 }

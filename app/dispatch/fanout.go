@@ -108,6 +108,7 @@ func (d *Dispatcher) fanInBodies(w http.ResponseWriter, rq *handoff.Request, ope
 	bodies := make([][]byte, len(opens))
 	for i, o := range opens {
 		b, err := io.ReadAll(io.LimitReader(o.decodeResp.Body, d.cfg.MaxPayloadSize))
+		d.legEnded(o, o.decode, o.decodeResp.Status, err)
 		if err != nil {
 			return false, &errs.Error{Status: http.StatusBadGateway, Code: "decode_read_failed", Leg: "decode",
 				Message: "Failed to read decode response of sample " + strconv.Itoa(i) + ": " + err.Error()}
@@ -207,6 +208,7 @@ func (d *Dispatcher) fanInStream(w http.ResponseWriter, rq *handoff.Request, ope
 								return
 							}
 						case handoff.EventDone:
+							d.legEnded(o, o.decode, o.decodeResp.Status, nil)
 							return
 						case handoff.EventError:
 							fail(append(append([]byte(nil), out...), handoff.DoneEvent...))
@@ -215,6 +217,11 @@ func (d *Dispatcher) fanInStream(w http.ResponseWriter, rq *handoff.Request, ope
 					}
 				}
 				if rerr != nil {
+					if errors.Is(rerr, io.EOF) {
+						d.legEnded(o, o.decode, 0, io.ErrUnexpectedEOF)
+					} else {
+						d.legEnded(o, o.decode, 0, rerr)
+					}
 					msg := "decode stream of sample " + strconv.Itoa(i) + " ended before [DONE]"
 					if !errors.Is(rerr, io.EOF) {
 						msg = "decode stream of sample " + strconv.Itoa(i) + " failed: " + rerr.Error()

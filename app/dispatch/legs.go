@@ -32,6 +32,11 @@ type open struct {
 	start time.Time
 	// prefillHead is when the prefill head arrived (parallel path).
 	prefillHead time.Time
+	// ctx is the legs' context; once it is done the gateway has cancelled them (a failed
+	// leg, a gone client, the request timeout) and their ends record no outcome.
+	ctx context.Context
+	// prefillStatus is the prefill's 2xx head status, recorded when its body ends.
+	prefillStatus int
 	// cancel aborts both legs.
 	cancel context.CancelFunc
 	// drained is closed when the background prefill drain ends (nil when none runs).
@@ -103,11 +108,12 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 				}
 				return fail(legTransportError("prefill", p, x.err, ctx))
 			}
-			d.record(p, x.resp.Status, nil)
 			if !ok2xx(x.resp.Status) {
+				d.record(p, x.resp.Status, nil)
 				body := readLimited(x.resp.Body)
 				return fail(prefillError(x.resp.Status, body))
 			}
+			// A 2xx head's outcome is recorded when its body ends (drain, relay).
 		case x := <-dch:
 			dr = &x
 			if x.err != nil {
@@ -116,8 +122,8 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 				}
 				return fail(legTransportError("decode", dc, x.err, ctx))
 			}
-			d.record(dc, x.resp.Status, nil)
 			if !ok2xx(x.resp.Status) {
+				d.record(dc, x.resp.Status, nil)
 				body := readLimited(x.resp.Body)
 				return fail(decodeError(x.resp.Status, body))
 			}
@@ -126,14 +132,14 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		}
 	}
 	o := &open{prefill: p, decode: dc, decodeResp: dr.resp, prefillResp: pr.resp, start: start,
-		prefillHead: pr.at, cancel: cancel, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
+		prefillHead: pr.at, ctx: legCtx, prefillStatus: pr.resp.Status, cancel: cancel, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	return o, nil
 }
 
 // startDrain reads the prefill body to its end in the background — closing it early would
 // abort the KV transfer (seed "Failures, Cancellation, and Streaming") — and records the
-// prefill duration when the drain ends. With keep, the body is read now, before returning,
-// and its input_token_logprobs kept for the merge.
+// prefill duration and the prefill worker's outcome when the drain ends. With keep, the body
+// is read now, before returning, and its input_token_logprobs kept for the merge.
 func (d *Dispatcher) startDrain(o *open, keep bool) {
 	if o.prefillResp == nil {
 		return
@@ -143,6 +149,7 @@ func (d *Dispatcher) startDrain(o *open, keep bool) {
 	if keep {
 		b, err := io.ReadAll(io.LimitReader(body, d.cfg.MaxPayloadSize))
 		_ = body.Close()
+		d.legEnded(o, o.prefill, o.prefillStatus, err)
 		if err == nil {
 			if lp, ok := handoff.PrefillLogprobs(b); ok {
 				o.prefillLogprobs = lp
@@ -158,6 +165,7 @@ func (d *Dispatcher) startDrain(o *open, keep bool) {
 		defer close(o.drained)
 		_, err := io.Copy(io.Discard, body)
 		_ = body.Close()
+		d.legEnded(o, o.prefill, o.prefillStatus, err)
 		if err != nil {
 			d.log.Debug("prefill drain ended early", "prefill", o.prefill.URL, "err", err)
 		}

@@ -39,12 +39,15 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 	if o.prefillLogprobs != nil {
 		split = &handoff.EventSplitter{}
 	}
+	fw := d.watchFirstByte(o)
+	defer fw.seen()
 	first := true
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			if first {
 				first = false
+				fw.seen()
 				d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
 			}
 			chunk := buf[:n]
@@ -64,6 +67,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 				return
 			}
 			if done {
+				d.legEnded(o, o.decode, o.decodeResp.Status, nil)
 				return
 			}
 		}
@@ -74,20 +78,45 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 				}
 			}
 			if errors.Is(rerr, io.EOF) && !streamEndsWithDone(o.route) {
+				d.legEnded(o, o.decode, o.decodeResp.Status, nil)
 				_ = rc.Flush()
 				return // an Anthropic or Responses stream ends with its own terminal event
 			}
-			msg := "decode stream ended before [DONE]"
-			if !errors.Is(rerr, io.EOF) {
-				msg = "decode stream failed: " + rerr.Error()
+			e := d.streamBroke(o, fw, rerr)
+			if e.Status == 499 {
+				return // the client is gone: nobody reads an error event
 			}
-			d.log.Warn("decode stream broke", "decode", o.decode.URL, "err", rerr)
-			_, _ = w.Write(handoff.StreamError(&errs.Error{Status: http.StatusBadGateway,
-				Code: "decode_stream_failed", Message: msg, Leg: "decode"}))
+			_, _ = w.Write(handoff.StreamError(e))
 			_ = rc.Flush()
 			return
 		}
 	}
+}
+
+// streamBroke classifies a decode stream that ended without its terminal event, records the
+// decode worker's outcome and returns the in-stream error to send: the first-byte bound
+// (504 decode_first_byte_timeout, a decode failure), the request timeout (504
+// request_timeout, no outcome), a gone client (499, nothing sent), else a broken stream
+// (502 decode_stream_failed, a decode failure: a decode that dies mid-stream counts
+// against its breaker).
+func (d *Dispatcher) streamBroke(o *open, fw *firstByteWatch, rerr error) *errs.Error {
+	if !fw.seen() {
+		d.record(o.decode, 0, errFirstByte)
+		d.log.Warn("decode stream sent nothing within the first-byte timeout", "decode", o.decode.URL)
+		return d.firstByteError()
+	}
+	if o.ctx != nil && o.ctx.Err() != nil {
+		return contextError(o.ctx, "while streaming the decode output")
+	}
+	msg := "decode stream ended before [DONE]"
+	if !errors.Is(rerr, io.EOF) {
+		msg = "decode stream failed: " + rerr.Error()
+	} else {
+		rerr = io.ErrUnexpectedEOF
+	}
+	d.record(o.decode, 0, rerr)
+	d.log.Warn("decode stream broke", "decode", o.decode.URL, "err", rerr)
+	return &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeStreamFailed, Message: msg, Leg: "decode"}
 }
 
 // streamEndsWithDone reports whether the route's SSE stream is terminated by
@@ -116,16 +145,28 @@ func (d *Dispatcher) writeMerged(w io.Writer, split *handoff.EventSplitter, chun
 }
 
 // relayBody answers a non-streaming request. The decode body is read completely first, so a
-// decode that dies mid-body becomes a clean 502 instead of a truncated 200. Without logprobs
+// decode that dies mid-body becomes a clean 502 instead of a truncated 200, and a body
+// labelled JSON that does not parse becomes 502 decode_invalid_response; both count as a
+// decode failure. Without logprobs
 // the decode's headers and bytes are relayed as they are (Content-Type from the engine);
 // with logprobs the merged body is sent as application/json (seed "Non-streaming HTTP
 // responses keep a JSON content type").
 func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) error {
 	body, err := io.ReadAll(io.LimitReader(o.decodeResp.Body, d.cfg.MaxPayloadSize))
 	if err != nil {
+		if o.ctx != nil && o.ctx.Err() != nil {
+			return contextError(o.ctx, "reading the decode response")
+		}
+		d.record(o.decode, 0, err)
 		return &errs.Error{Status: http.StatusBadGateway, Code: "decode_read_failed", Leg: "decode",
 			Retryable: false, Message: "Failed to read decode response: " + err.Error()}
 	}
+	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
+		d.record(o.decode, 0, errMalformed)
+		d.log.Warn("decode answered a malformed JSON body", "decode", o.decode.URL, "bytes", len(body))
+		return e
+	}
+	d.record(o.decode, o.decodeResp.Status, nil)
 	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
 	h := w.Header()
 	if o.prefillLogprobs != nil || o.forceJSON {

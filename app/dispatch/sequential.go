@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
@@ -46,8 +47,8 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 			}
 			return false, legTransportError("prefill", p, err, ctx)
 		}
-		d.record(p, resp.Status, nil)
 		if !ok2xx(resp.Status) {
+			d.record(p, resp.Status, nil)
 			body := readLimited(resp.Body)
 			cancel()
 			return false, &errs.Error{Status: resp.Status, Code: wire.CodePrefillUpstreamError, Leg: "prefill",
@@ -60,9 +61,19 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 			if ctx.Err() != nil {
 				return false, contextError(ctx, "reading the prefill response")
 			}
+			d.record(p, 0, err)
 			return false, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodePrefillReadFailed, Leg: "prefill",
 				Retryable: true, Message: "Failed to read prefill response: " + err.Error()}
 		}
+		if checkJSONBody(resp.Header, prefillBody) != nil {
+			// A garbled prefill answer is an engine fault, not a handoff without params: fail
+			// the attempt (a retry re-selects both legs) instead of a silent decode recompute.
+			cancel()
+			d.record(p, 0, errMalformed)
+			return false, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodePrefillReadFailed, Leg: "prefill",
+				Retryable: true, Message: "Failed to read prefill response: " + strconv.Itoa(len(prefillBody)) + " bytes that are not valid JSON"}
+		}
+		d.record(p, resp.Status, nil)
 		d.metrics.ObservePrefillDuration(rq.Model, string(p.Runtime), time.Since(start))
 	}
 	decodeBody, outcome := plan.Decode(prefillBody)
@@ -92,13 +103,14 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		}
 		return false, legTransportError("decode", dc, err, ctx)
 	}
-	d.record(dc, resp.Status, nil)
 	if !ok2xx(resp.Status) {
+		d.record(dc, resp.Status, nil)
 		body := readLimited(resp.Body)
 		cancel()
 		return false, decodeError(resp.Status, body)
 	}
-	o := &open{prefill: p, decode: dc, decodeResp: resp, start: start, cancel: cancel,
+	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
+	o := &open{prefill: p, decode: dc, decodeResp: resp, start: start, ctx: legCtx, cancel: cancel,
 		model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	defer o.finish()
 	if rq.Stream {

@@ -3,8 +3,10 @@
 // does not, and the fx Module that picks the adapters from --redis-url.
 //
 // Redis-down behaviour (issue #8, "Redis unavailable"): every Redis call is bounded by a
-// short timeout (adapters/store/redis, 100 ms by default). A call that fails marks Redis
-// down, logs one ERROR, and is served by the in-memory adapter instead: admission falls
+// short timeout (adapters/store/redis, 100 ms by default). A call that fails is served by
+// the in-memory adapter instead; FailureThreshold (default 3) consecutive failures mark
+// Redis down and log one ERROR (a lone slow call is absorbed without a switch). While
+// down, admission falls
 // back to per-instance counting (each instance admits up to the full window, as SMG does)
 // and sticky keys to the instance's own map. While down, calls go straight to memory (no
 // timeout paid per request) and one call per RetryInterval (default 1 s) probes Redis
@@ -26,10 +28,16 @@ import (
 // failure before it tries Redis again.
 const DefaultRetryInterval = time.Second
 
+// DefaultFailureThreshold is the number of consecutive Redis failures that mark it down.
+const DefaultFailureThreshold = 3
+
 // FallbackOptions tune the Fallback wrappers. Zero values select the defaults.
 type FallbackOptions struct {
 	// RetryInterval is the time between Redis probes while Redis is down (default 1 s).
 	RetryInterval time.Duration
+	// FailureThreshold is the number of consecutive failed Redis calls that mark Redis
+	// down (default 3). Each failed call is served by memory either way.
+	FailureThreshold int
 	// OnFallback is called once per call served by memory because Redis failed or is
 	// marked down, with the store ("slots" or "sticky") and the operation ("claim",
 	// "renew", "release", "in_use", "wait", "get", "set", "delete"). Wire it to a counter;
@@ -43,18 +51,23 @@ type FallbackOptions struct {
 
 // health tracks whether the primary (Redis) is usable.
 type health struct {
-	store   string
-	retry   time.Duration
-	now     func() time.Time
-	log     *slog.Logger
-	count   func(store, op string)
-	down    atomic.Bool
-	nextTry atomic.Int64 // unix ns; while down, the first call at or after it probes Redis
+	store     string
+	retry     time.Duration
+	threshold int64
+	now       func() time.Time
+	log       *slog.Logger
+	count     func(store, op string)
+	fails     atomic.Int64 // consecutive failures
+	down      atomic.Bool
+	nextTry   atomic.Int64 // unix ns; while down, the first call at or after it probes Redis
 }
 
 func newHealth(store string, o FallbackOptions) *health {
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.FailureThreshold < 1 {
+		o.FailureThreshold = DefaultFailureThreshold
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -62,7 +75,8 @@ func newHealth(store string, o FallbackOptions) *health {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &health{store: store, retry: o.RetryInterval, now: o.Now, log: o.Logger, count: o.OnFallback}
+	return &health{store: store, retry: o.RetryInterval, threshold: int64(o.FailureThreshold),
+		now: o.Now, log: o.Logger, count: o.OnFallback}
 }
 
 // usePrimary reports whether this call should go to Redis: always while up; while down,
@@ -81,6 +95,9 @@ func (h *health) failed(ctx context.Context, op string, err error) bool {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return false
 	}
+	if h.fails.Add(1) < h.threshold && !h.down.Load() {
+		return true // served by memory, Redis not marked down (yet)
+	}
 	h.nextTry.Store(h.now().UnixNano() + int64(h.retry))
 	if h.down.CompareAndSwap(false, true) {
 		h.log.Error("shared state: Redis unavailable, falling back to per-instance state",
@@ -91,6 +108,9 @@ func (h *health) failed(ctx context.Context, op string, err error) bool {
 
 // ok records a Redis success.
 func (h *health) ok() {
+	if h.fails.Load() != 0 {
+		h.fails.Store(0)
+	}
 	if h.down.CompareAndSwap(true, false) {
 		h.log.Warn("shared state: Redis recovered, using shared state again", "store", h.store)
 	}

@@ -113,14 +113,33 @@ func (f *FallbackSlots) InUse(ctx context.Context, worker string) (int, error) {
 	return f.secondary.InUse(ctx, worker)
 }
 
-// Wait waits on Redis's release notifications while Redis is up, on memory's while it is
-// down. Both are bounded by their poll interval, so a waiter registered before a switch
-// returns within it and retries Claim on the store now in use.
+// Wait waits on memory's release notifications alone while Redis is marked down, and on
+// both stores' while it is up (a call that failed below the threshold took a memory lease,
+// released in memory; one goroutine per Wait). Both are bounded by their poll interval, so
+// a waiter registered before a switch returns within it and retries Claim on the store now
+// in use.
 func (f *FallbackSlots) Wait(ctx context.Context, worker string) error {
 	if f.h.Down() {
 		return f.secondary.Wait(ctx, worker)
 	}
-	return f.primary.Wait(ctx, worker)
+	both, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		err := f.primary.Wait(both, worker)
+		cancel() // whichever returns first ends the other
+		done <- err
+	}()
+	err := f.secondary.Wait(both, worker)
+	cancel()
+	perr := <-done
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil || perr == nil {
+		return nil
+	}
+	return err
 }
 
 var _ ports.SlotCounter = (*FallbackSlots)(nil)

@@ -88,10 +88,10 @@ func memSlots() *memory.Slots {
 
 func redisSlots(t *testing.T, url, prefix string) *redis.Slots {
 	t.Helper()
-	c, err := redis.NewClient(url, 200*time.Millisecond)
+	c, err := redis.NewClient(url, 2*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	s := redis.NewSlots(context.Background(), c, redis.Options{Prefix: prefix, OpTimeout: 200 * time.Millisecond,
+	s := redis.NewSlots(context.Background(), c, redis.Options{Prefix: prefix, OpTimeout: 2 * time.Second,
 		LeaseTTL: storetest.LeaseTTL, PollInterval: storetest.PollInterval, Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -99,10 +99,10 @@ func redisSlots(t *testing.T, url, prefix string) *redis.Slots {
 
 func redisSticky(t *testing.T, url, prefix string) *redis.Sticky {
 	t.Helper()
-	c, err := redis.NewClient(url, 200*time.Millisecond)
+	c, err := redis.NewClient(url, 2*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	return redis.NewSticky(c, redis.Options{Prefix: prefix, OpTimeout: 200 * time.Millisecond})
+	return redis.NewSticky(c, redis.Options{Prefix: prefix, OpTimeout: 2 * time.Second})
 }
 
 // The wrappers keep the port contracts with Redis up, and with Redis unreachable (served
@@ -141,7 +141,7 @@ func TestFallbackSlotsDownAndRecovery(t *testing.T) {
 	logs, cnt := &logBuf{}, &counter{}
 	mem := memSlots()
 	f := store.NewFallbackSlots(redisSlots(t, proxy.URL(), prefix), mem, store.FallbackOptions{
-		RetryInterval: time.Second, Now: clk.now, OnFallback: cnt.inc,
+		RetryInterval: time.Second, FailureThreshold: 1, Now: clk.now, OnFallback: cnt.inc,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	const w = "http://127.0.0.1:1/decode"
@@ -213,7 +213,7 @@ func TestFallbackStickyKeepsPinsThroughAnOutage(t *testing.T) {
 	logs, cnt := &logBuf{}, &counter{}
 	f := store.NewFallbackSticky(redisSticky(t, proxy.URL(), redistest.Prefix()),
 		memory.NewSticky(memory.StickyOptions{}), store.FallbackOptions{
-			Now: clk.now, OnFallback: cnt.inc, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			FailureThreshold: 1, Now: clk.now, OnFallback: cnt.inc, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		})
 	require.NoError(t, f.Set(ctx, "decode:a", "http://127.0.0.1:1", time.Hour))
 	proxy.Cut()
@@ -265,4 +265,41 @@ func TestFallbackPassesLeaseLostThrough(t *testing.T) {
 	f := store.NewFallbackSlots(stubSlots{err: ports.ErrLeaseLost}, memSlots(), store.FallbackOptions{})
 	assert.ErrorIs(t, f.Renew(context.Background(), ports.Lease{Worker: "http://127.0.0.1:1", ID: "x", N: 1}), ports.ErrLeaseLost)
 	assert.False(t, f.Down())
+}
+
+// A lone failed call is served by memory without switching; FailureThreshold consecutive
+// failures switch, and a success in between resets the count.
+func TestFallbackSwitchesAfterConsecutiveFailures(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	proxy := redistest.NewProxy(t)
+	logs, cnt := &logBuf{}, &counter{}
+	f := store.NewFallbackSticky(redisSticky(t, proxy.URL(), redistest.Prefix()),
+		memory.NewSticky(memory.StickyOptions{}), store.FallbackOptions{
+			FailureThreshold: 3, OnFallback: cnt.inc, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		})
+	proxy.Cut()
+	for i := 0; i < 2; i++ {
+		_, _, err := f.Get(ctx, "decode:a")
+		require.NoError(t, err)
+	}
+	assert.False(t, f.Down(), "two failures are below the threshold")
+	assert.Equal(t, 2, cnt.get("sticky/get"), "each failed call is served by memory and counted")
+	proxy.Restore()
+	require.Eventually(t, func() bool { // until a call is served by Redis again
+		before := cnt.get("sticky/get")
+		_, _, err := f.Get(ctx, "decode:a")
+		return err == nil && cnt.get("sticky/get") == before && !f.Down()
+	}, 10*time.Second, 10*time.Millisecond)
+	base := cnt.get("sticky/get")
+	proxy.Cut()
+	for i := 0; i < 2; i++ {
+		_, _, _ = f.Get(ctx, "decode:a")
+	}
+	assert.False(t, f.Down(), "a success reset the count")
+	_, _, _ = f.Get(ctx, "decode:a")
+	assert.True(t, f.Down(), "the third consecutive failure switches")
+	assert.Equal(t, base+3, cnt.get("sticky/get"))
+	assert.Equal(t, 1, logs.count("Redis unavailable"))
 }

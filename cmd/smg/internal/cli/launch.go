@@ -24,6 +24,7 @@ const launchExample = `  # SGLang over HTTP: bootstrap ports follow the prefill 
 // newLaunch is `smg launch` (alias `start`). run receives the parsed, validated config.
 func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.Command {
 	cfg := config.Default()
+	var pprofAddr string
 	cmd := &cobra.Command{
 		Use:     "launch [flags]",
 		Aliases: []string{"start"},
@@ -49,10 +50,12 @@ func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.C
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			return run(cmd.Context(), cfg)
+			return withPprof(pprofAddr, func() error { return run(cmd.Context(), cfg) })
 		},
 	}
 	launchFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&pprofAddr, "pprof-addr", "", "serve the Go profiler (/debug/pprof/) on this loopback `host:port` (empty: off)")
+	_ = cmd.Flags().SetAnnotation("pprof-addr", groupAnnotation, []string{groupObservability})
 	cmd.Flags().SortFlags = false
 	cmd.SetUsageFunc(groupedUsage)
 	return cmd

@@ -63,6 +63,8 @@ func (o Outcome) CountsKVTransferFailure() bool { return o == OutcomeKVTransferF
 // Connector is one vLLM KV connector's handoff strategy (seed "Connector Modes"). One file
 // per connector: nixl.go, mooncake.go, passthrough.go. Implementations are stateless per
 // dispatch (the minted transfer id travels through the caller) and safe for concurrent use.
+// Returned byte slices are read-only (the NIXL tag is shared; relayed params alias the
+// prefill response).
 type Connector interface {
 	// Mode is the smg_pd_kv_connector_mode_total label: "nixl", "mooncake" or "passthrough".
 	Mode() string

@@ -30,7 +30,9 @@ type Request struct {
 	// bootstrap fields then are one-element lists.
 	Batch int
 	// N is the number of samples per prompt: top-level "n" (chat, completions) or
-	// "sampling_params.n" (/generate); 1 when absent or null, and on other routes.
+	// "sampling_params.n" (/generate); 1 when absent or null, and on other routes. An SGLang
+	// dispatch with N > 1 must fan out through SplitSamples (one rendezvous per sample); a
+	// vLLM dispatch with N > 1 skips the prefill leg (PlanSequential does).
 	N int
 	// Model is the body's "model" string, "" when absent or not a string.
 	Model string

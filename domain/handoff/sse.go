@@ -137,8 +137,10 @@ type EventSplitter struct {
 	pos   int // start of the next line to scan (a line boundary >= start)
 }
 
-// Write appends a chunk. Events returned by Next before this call become invalid. It fails
-// with ErrEventTooLarge when the pending incomplete event exceeds Max.
+// Write appends a chunk. Events returned by Next before this call become invalid. Call Next
+// until it reports false after every Write: the bound counts every buffered byte. It fails
+// with ErrEventTooLarge when the buffered bytes exceed Max; the relay should then fail the
+// stream (or fall back to passing bytes through unmodified).
 func (s *EventSplitter) Write(p []byte) error {
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:])

@@ -1,0 +1,139 @@
+package resilience_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
+)
+
+// A decode that refuses connections: 502 decode_request_failed after every attempt, each
+// prefill leg (waiting for the decode's claim) cancelled. Ten transport failures open the
+// decode's breaker, after which the decode leg has no available worker: 503
+// no_available_workers naming decode, and no prefill-only dispatch.
+func TestDecodeRefuses(t *testing.T) {
+	t.Parallel()
+	pre := fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: sim.RolePrefill})
+	g := fleet.StartGateway(t, fleet.DefaultConfig())
+	g.Register(t, fleet.WorkerSpec(pre))
+	spec := refusingWorker(t, "decode", nil)
+	g.Register(t, spec)
+	g.WaitWorkers(t, 2)
+
+	for range 2 { // 2 × 5 attempts = --cb-failure-threshold 10
+		r := g.Post(t, "/generate", generate("refused decode", 4, true), nil)
+		assert.Less(t, r.Elapsed, bound, "hang guard")
+		assert.Contains(t, requireError(t, r, http.StatusBadGateway, "decode_request_failed"), "connection refused")
+	}
+	waitIdle(t, pre)
+	cancelledOnly(t, pre, "prefill")
+	state, ok, fail := cb(t, g, spec["url"].(string))
+	assert.Equal(t, []float64{1, 0, 10}, []float64{state, ok, fail}, "the decode's breaker opened")
+	state, ok, fail = cb(t, g, pre.URL())
+	assert.Equal(t, []float64{0, 0, 0}, []float64{state, ok, fail}, "cancelled prefill legs record nothing")
+
+	before := pre.Stats().Requests
+	r := g.Post(t, "/generate", generate("decode breaker open", 4, true), nil)
+	assert.Contains(t, requireError(t, r, http.StatusServiceUnavailable, "no_available_workers"), "decode")
+	assert.Equal(t, before, pre.Stats().Requests, "no prefill leg without a decode")
+}
+
+// A decode answering 4xx to a streaming request: nothing was streamed yet, so the client
+// gets the decode's status as a JSON error (decode_bad_request), not retried; the prefill
+// leg (it has arrived: the decode answers after a short delay) is cancelled.
+func TestDecode4xxOnAStream(t *testing.T) {
+	t.Parallel()
+	f := sglang(t, 1, 1, nil)
+	r := f.Gateway.Post(t, "/v1/chat/completions", chat("decode 400", 4, true, "decode:slow-first-byte:100", "decode:status:400"), nil)
+	assert.Less(t, r.Elapsed, bound, "hang guard")
+	assert.Contains(t, requireError(t, r, http.StatusBadRequest, "decode_bad_request"), "sim fault: injected status 400")
+
+	waitIdle(t, f.Sims()...)
+	assert.Equal(t, int64(1), f.Decodes[0].Stats().Requests, "a 4xx is never retried")
+	assert.Equal(t, int64(1), f.Prefills[0].Stats().Requests)
+	cancelledOnly(t, f.Prefills[0], "prefill")
+	state, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+	assert.Equal(t, []float64{0, 1, 0}, []float64{state, ok, fail}, "a 4xx is a success for the breaker")
+}
+
+// A decode that dies mid-stream: the client keeps the chunks already relayed, then gets one
+// error event (decode_stream_failed) and [DONE], never a silent truncation; the decode's
+// breaker records a failure. The prefill had completed its handoff and is not aborted.
+// Non-streaming, the cut body becomes 502 decode_read_failed instead of a truncated 200.
+func TestDecodeDiesMidStream(t *testing.T) {
+	t.Parallel()
+	f := sglang(t, 1, 1, nil)
+
+	s := f.Gateway.Stream(t, "/v1/chat/completions", chat("decode dies", 8, true, "decode:die-after:3"))
+	assert.Less(t, s.Elapsed, bound, "hang guard")
+	require.Equal(t, http.StatusOK, s.Status)
+	assert.Equal(t, "text/event-stream", s.Header.Get("Content-Type"))
+	e := streamError(t, s.Events, "Bad Gateway", "decode_stream_failed")
+	assert.Contains(t, e["message"], "decode stream")
+	got := chatStreamText(t, s.Events)
+	full := chatText("decode dies", 8)
+	assert.NotEmpty(t, got)
+	assert.True(t, strings.HasPrefix(full, got), "the relayed part is the start of the real output: %q vs %q", got, full)
+	assert.NotEqual(t, full, got)
+
+	waitIdle(t, f.Sims()...)
+	p := f.Prefills[0].Stats()
+	assert.Equal(t, []int64{1, 1, 0, 0}, []int64{p.Requests, p.HandoffsSent, p.Aborted, p.Errors}, "the prefill finished normally")
+	_, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+	assert.Equal(t, []float64{0, 1}, []float64{ok, fail}, "a broken stream is a decode failure")
+	_, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
+	assert.Equal(t, []float64{1, 0}, []float64{ok, fail}, "the prefill's outcome is recorded when its drain ends")
+
+	f.Reset()
+	r := f.Gateway.Post(t, "/v1/chat/completions", chat("decode dies", 8, false, "decode:die-after:3"), nil)
+	assert.Less(t, r.Elapsed, bound, "hang guard")
+	requireError(t, r, http.StatusBadGateway, "decode_read_failed")
+	assert.Equal(t, int64(1), f.Decodes[0].Stats().Requests, "the decode leg already ran: no retry")
+	_, _, fail = cb(t, f.Gateway, f.Decodes[0].URL())
+	assert.Equal(t, float64(2), fail)
+}
+
+// Malformed engine JSON (vLLM, sequential): a decode whose 200 body does not parse becomes
+// 502 decode_invalid_response (a decode failure, not retried: the decode leg ran); a
+// prefill whose body does not parse fails the attempt with 502 prefill_read_failed and is
+// retried, and no decode leg is ever sent (no silent recompute). A malformed stream is
+// relayed as the engine wrote it and still terminated.
+func TestMalformedEngineJSON(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1})
+	p, d := f.Prefills[0], f.Decodes[0]
+
+	r := f.Gateway.Post(t, "/v1/chat/completions", chat("garbled decode", 4, false, "decode:malformed"), nil)
+	assert.Less(t, r.Elapsed, bound, "hang guard")
+	assert.Contains(t, requireError(t, r, http.StatusBadGateway, "decode_invalid_response"), "not valid JSON")
+	waitIdle(t, f.Sims()...)
+	assert.Equal(t, int64(1), d.Stats().Requests)
+	_, ok, fail := cb(t, f.Gateway, d.URL())
+	assert.Equal(t, []float64{0, 1}, []float64{ok, fail})
+
+	f.Reset()
+	r = f.Gateway.Post(t, "/v1/chat/completions", chat("garbled prefill", 4, false, "prefill:malformed"), nil)
+	assert.Less(t, r.Elapsed, bound, "hang guard")
+	assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_read_failed"), "not valid JSON")
+	waitIdle(t, f.Sims()...)
+	assert.Equal(t, int64(5), p.Stats().Requests, "retried on every attempt")
+	assert.Zero(t, d.Stats().Requests, "the decode was never contacted")
+	assert.Zero(t, f.Gateway.Metrics(t).Sum("smg_pd_kv_transfer_failures_total"), "not counted as a handoff without params")
+	_, ok, fail = cb(t, f.Gateway, p.URL())
+	assert.Equal(t, []float64{1, 5}, []float64{ok, fail}, "one success from the first request, then 5 failures")
+	_, ok, fail = cb(t, f.Gateway, d.URL())
+	assert.Equal(t, []float64{0, 1}, []float64{ok, fail}, "sequential: prefill failures never reach the decode's breaker")
+
+	f.Reset()
+	s := f.Gateway.Stream(t, "/v1/chat/completions", chat("garbled stream", 4, true, "decode:malformed"))
+	assert.Less(t, s.Elapsed, bound, "hang guard")
+	require.Equal(t, http.StatusOK, s.Status)
+	require.NotEmpty(t, s.Events)
+	assert.True(t, s.Events[len(s.Events)-1].Done())
+	assert.Contains(t, string(s.Body), `"sim-malformed"`, "stream bytes are relayed unparsed")
+}

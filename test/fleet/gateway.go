@@ -29,8 +29,9 @@ const (
 
 // DefaultConfig is config.Default() for an in-process test gateway: PD mode on,
 // 127.0.0.1 on a free port, /metrics on the main mux (--prometheus-port 0), --policy
-// round_robin, --log-level error, health probes every 200 ms (timeout 1 s, one success makes
-// a worker ready), a 5 s shutdown grace period. No startup workers.
+// round_robin, --log-level error, health probes every 250 ms (timeout 5 s so a loaded CI
+// machine does not flap a healthy simulator; one success makes a worker ready; three
+// failures make it not ready), a 5 s shutdown grace period. No startup workers.
 func DefaultConfig() config.Config {
 	cfg := config.Default()
 	cfg.Host = "127.0.0.1"
@@ -39,8 +40,8 @@ func DefaultConfig() config.Config {
 	cfg.PDDisaggregation = true
 	cfg.Policy = "round_robin"
 	cfg.LogLevel = "error"
-	cfg.HealthCheckInterval = 200 * time.Millisecond
-	cfg.HealthCheckTimeout = time.Second
+	cfg.HealthCheckInterval = 250 * time.Millisecond
+	cfg.HealthCheckTimeout = 5 * time.Second
 	cfg.HealthSuccessThreshold = 1
 	cfg.ShutdownGracePeriod = 5 * time.Second
 	return cfg

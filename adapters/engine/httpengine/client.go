@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/smg-go/smg/ports"
@@ -30,9 +31,16 @@ type Options struct {
 
 // Client implements ports.EngineClient with net/http.
 type Client struct {
-	hc     *http.Client
+	hc *http.Client
+	// tr is hc's transport. Legs go to it directly: http.Client.Do would clone the headers
+	// and set up body rewinding for redirects on every call, and a PD leg never follows one.
+	tr     *http.Transport
 	inject func(ctx context.Context, h http.Header)
 }
+
+// jsonContentType is the Content-Type of every leg; shared read-only (the transport only
+// reads request headers).
+var jsonContentType = []string{"application/json"}
 
 var _ ports.EngineClient = (*Client)(nil)
 
@@ -58,7 +66,7 @@ func New(o Options) *Client {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, inject: o.InjectHeaders}
+	return &Client{hc: &http.Client{Transport: tr}, tr: tr, inject: o.InjectHeaders}
 }
 
 // HTTPClient exposes the underlying client (for probes that should share the pool).
@@ -66,26 +74,27 @@ func (c *Client) HTTPClient() *http.Client { return c.hc }
 
 // Send POSTs req.Body to req.Worker.BaseURL()+req.Path and returns when the response head
 // arrives. Content-Type is always application/json. A transport failure (refused, reset,
-// timeout before the head, context cancelled) returns a nil response and a non-nil error.
-// Cancelling ctx later aborts reading the body, which closes the connection so the engine
-// sees the leg abort.
+// timeout before the head, context cancelled) returns a nil response and a *url.Error
+// (`Post "<url>": <cause>`, as http.Client reports it). Redirects are not followed: a 3xx is
+// returned as it is. Cancelling ctx later aborts reading the body, which closes the
+// connection so the engine sees the leg abort.
 func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResponse, error) {
-	url := req.Worker.BaseURL() + req.Path
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(req.Body))
+	u := req.Worker.BaseURL() + req.Path
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(req.Body))
 	if err != nil {
-		return nil, fmt.Errorf("build request to %s: %w", url, err)
+		return nil, fmt.Errorf("build request to %s: %w", u, err)
 	}
 	for k, vs := range req.Header {
 		hr.Header[k] = vs
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	hr.Header["Content-Type"] = jsonContentType
 	hr.ContentLength = int64(len(req.Body))
 	if c.inject != nil {
 		c.inject(ctx, hr.Header)
 	}
-	resp, err := c.hc.Do(hr)
+	resp, err := c.tr.RoundTrip(hr)
 	if err != nil {
-		return nil, err
+		return nil, &url.Error{Op: "Post", URL: u, Err: err}
 	}
 	return &ports.LegResponse{Status: resp.StatusCode, Header: resp.Header, Body: resp.Body}, nil
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,4 +89,38 @@ func TestCancelAbortsBodyAndEngineSeesDisconnect(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("engine never saw the leg abort")
 	}
+}
+
+func TestSendReturnsARedirectWithoutFollowingIt(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	c := httpengine.New(httpengine.Options{})
+	l := worker.NewLive(worker.Worker{URL: srv.URL}, worker.StatusReady)
+	resp, err := c.Send(context.Background(), ports.LegRequest{Worker: l, Path: "/generate", Body: []byte(`{}`)})
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusTemporaryRedirect, resp.Status)
+	assert.Equal(t, "/elsewhere", resp.Header.Get("Location"))
+	assert.EqualValues(t, 1, hits.Load(), "a PD leg is sent once")
+}
+
+func TestSendTransportErrorNamesTheURL(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	c := httpengine.New(httpengine.Options{ConnectTimeout: time.Second})
+	l := worker.NewLive(worker.Worker{URL: "http://" + addr}, worker.StatusReady)
+	_, err = c.Send(context.Background(), ports.LegRequest{Worker: l, Path: "/generate", Body: []byte(`{}`)})
+	var ue *url.Error
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, "Post", ue.Op)
+	assert.Equal(t, "http://"+addr+"/generate", ue.URL)
+	assert.Contains(t, err.Error(), `Post "http://`+addr+`/generate": `)
 }

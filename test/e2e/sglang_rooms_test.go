@@ -66,26 +66,31 @@ func TestSGLang500ConcurrentRequestsGetDistinctRooms(t *testing.T) {
 }
 
 // Issue #4, Done when: a client body with bootstrap_room: 1 twice in parallel does not
-// collide. The decode waits 300 ms before claiming its room, so both prefill legs hold their
-// rooms on the one prefill at the same time: had the client's room (or host and port)
-// survived, the second registration would be a duplicate and the decode would dial the
-// client's bootstrap address.
+// collide. The first request's decode waits 2 s before claiming its room, so its prefill leg
+// holds its room on the one prefill while the second request arrives: had the client's room
+// (or host and port) survived, the second registration would be a duplicate and the decode
+// would dial the client's bootstrap address.
 func TestSGLangClientBootstrapFieldsAreOverwritten(t *testing.T) {
 	t.Parallel()
 	f := sglangFleet(t, 1, 1)
 	const prompt = "clients must not choose rooms"
-	body := apiChat.body(prompt, 3, false)
-	body["bootstrap_room"] = 1
-	body["bootstrap_host"] = "192.0.2.1"
-	body["bootstrap_port"] = 1
-	body["sim_fault"] = "decode:slow-first-byte:300"
-	raw := mustJSON(t, body)
+	body := func(slow bool) []byte {
+		b := apiChat.body(prompt, 3, false)
+		b["bootstrap_room"] = 1
+		b["bootstrap_host"] = "192.0.2.1"
+		b["bootstrap_port"] = 1
+		if slow {
+			b["sim_fault"] = "decode:slow-first-byte:2000"
+		}
+		return mustJSON(t, b)
+	}
 	var wg sync.WaitGroup
 	res := make([]*fleet.Response, 2)
 	errs := make([]error, 2)
-	for i := range res {
-		wg.Go(func() { res[i], errs[i] = f.Gateway.Send(context.Background(), apiChat.path, raw, nil) })
-	}
+	wg.Go(func() { res[0], errs[0] = f.Gateway.Send(context.Background(), apiChat.path, body(true), nil) })
+	require.Eventually(t, func() bool { return f.Prefills[0].Stats().Running == 1 }, 5*time.Second, time.Millisecond,
+		"the first prefill leg holds its room")
+	res[1], errs[1] = f.Gateway.Send(context.Background(), apiChat.path, body(false), nil)
 	wg.Wait()
 	for i, r := range res {
 		require.NoError(t, errs[i])

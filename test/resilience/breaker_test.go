@@ -1,0 +1,128 @@
+package resilience_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
+)
+
+// A flood of 1,000 prompts that the prefill rejects with 400 (client faults) leaves every
+// breaker closed with the default thresholds: no transition at all, every prefill outcome a
+// success, and the fleet still serves.
+func TestFourXXFloodLeavesBreakersClosed(t *testing.T) {
+	t.Parallel()
+	f := sglang(t, 2, 2, nil)
+	g := f.Gateway
+	const n, workers = 1000, 16
+	body := fleet.Encode(t, generate("rejected prompt", 4, false, "prefill:status:400"))
+	var next, bad atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= n {
+				r, err := g.Send(context.Background(), "/generate", body, nil)
+				if err != nil || r.Status != http.StatusBadRequest {
+					bad.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, bad.Load(), "every request answered 400")
+	waitIdle(t, f.Sims()...)
+
+	m := g.Metrics(t)
+	assert.Empty(t, m.Find("smg_worker_cb_transitions_total"), "no breaker ever moved")
+	for _, s := range f.Sims() {
+		st := m.Find("smg_worker_cb_state", "worker", s.URL())
+		require.Len(t, st, 1, s.URL())
+		assert.Zero(t, st[0].Value, "%s closed", s.URL())
+	}
+	assert.Equal(t, float64(n), m.Sum("smg_worker_cb_outcomes_total", "outcome", "success"), "one success per prefill leg")
+	assert.Zero(t, m.Sum("smg_worker_cb_outcomes_total", "outcome", "failure"))
+	assert.Equal(t, int64(n), fleet.SumStats(f.Prefills...).Requests, "no retries of a 4xx")
+
+	r := g.Post(t, "/generate", generate("still serving", 4, false), nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	assert.Equal(t, sim.HandoffText("still serving", 4), r.Object(t)["text"])
+}
+
+// An open prefill breaker makes the prefill leg unavailable: 503 no_available_workers
+// naming prefill, and no decode-only dispatch. After --cb-timeout-duration-secs the breaker
+// goes half-open and lets requests through; --cb-success-threshold successes close it.
+func TestOpenPrefillBreaker(t *testing.T) {
+	t.Parallel()
+	f := sglang(t, 1, 1, func(c *config.Config) {
+		c.CBFailureThreshold = 3
+		c.CBSuccessThreshold = 2
+		c.CBTimeout = 500 * time.Millisecond
+		c.DisableRetries = true
+	})
+	g, pre, dec := f.Gateway, f.Prefills[0], f.Decodes[0]
+	for range 3 {
+		r := g.Post(t, "/generate", generate("prefill fails", 4, false, "prefill:status:503"), nil)
+		requireError(t, r, http.StatusServiceUnavailable, "prefill_unavailable")
+	}
+	waitIdle(t, f.Sims()...)
+	state, _, fail := cb(t, g, pre.URL())
+	require.Equal(t, []float64{1, 3}, []float64{state, fail}, "three consecutive failures opened it")
+
+	p0, d0 := pre.Stats().Requests, dec.Stats().Requests
+	r := g.Post(t, "/generate", generate("breaker open", 4, false), nil)
+	msg := requireError(t, r, http.StatusServiceUnavailable, "no_available_workers")
+	assert.Contains(t, msg, "prefill")
+	assert.NotContains(t, msg, "decode")
+	assert.Equal(t, p0, pre.Stats().Requests)
+	assert.Equal(t, d0, dec.Stats().Requests, "never a decode-only dispatch")
+
+	// Half-open after the open timeout: requests flow again.
+	require.Eventually(t, func() bool {
+		return g.Post(t, "/generate", generate("probe", 4, false), nil).Status == http.StatusOK
+	}, bound, 50*time.Millisecond, "the breaker lets a request through after its timeout")
+	state, _, _ = cb(t, g, pre.URL())
+	assert.Equal(t, float64(2), state, "half_open after one success (--cb-success-threshold 2)")
+	r = g.Post(t, "/generate", generate("second probe", 4, false), nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	state, _, _ = cb(t, g, pre.URL())
+	assert.Equal(t, float64(0), state, "closed again")
+
+	m := g.Metrics(t)
+	tr := func(from, to string) float64 {
+		return m.Sum("smg_worker_cb_transitions_total", "worker", pre.URL(), "from", from, "to", to)
+	}
+	assert.Equal(t, []float64{1, 1, 1}, []float64{tr("closed", "open"), tr("open", "half_open"), tr("half_open", "closed")})
+	assert.Empty(t, m.Find("smg_worker_cb_transitions_total", "worker", dec.URL()))
+}
+
+// Sequential dispatch (vLLM): a prefill that fails never reaches the decode worker, so its
+// failures charge only the prefill's breaker; once that opens, the prefill leg has no
+// worker and the decode is still never contacted.
+func TestSequentialPrefillFailuresSpareTheDecodeBreaker(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1})
+	g, pre, dec := f.Gateway, f.Prefills[0], f.Decodes[0]
+	for range 2 { // 2 × 5 attempts = --cb-failure-threshold 10
+		r := g.Post(t, "/v1/chat/completions", chat("prefill 502", 4, false, "prefill:status:502"), nil)
+		assert.Less(t, r.Elapsed, bound, "hang guard")
+		assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_upstream_error"), "injected status 502")
+	}
+	state, ok, fail := cb(t, g, pre.URL())
+	assert.Equal(t, []float64{1, 0, 10}, []float64{state, ok, fail})
+	state, ok, fail = cb(t, g, dec.URL())
+	assert.Equal(t, []float64{0, 0, 0}, []float64{state, ok, fail}, "the decode's breaker was never touched")
+	assert.Zero(t, dec.Stats().Requests)
+
+	r := g.Post(t, "/v1/chat/completions", chat("prefill breaker open", 4, false), nil)
+	assert.Contains(t, requireError(t, r, http.StatusServiceUnavailable, "no_available_workers"), "prefill")
+	assert.Zero(t, dec.Stats().Requests, "no decode-only dispatch")
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -27,12 +28,9 @@ func (e *FlagError) Error() string {
 }
 
 // PolicyNames are the per-leg routing policies accepted by --policy, --prefill-policy and
-// --decode-policy (smg-spec.md §5.0, §8.1; the seed's "Per-Phase Policies").
-var PolicyNames = []string{
-	wire.PolicyRandom, wire.PolicyRoundRobin, wire.PolicyCacheAware, wire.PolicyPowerOfTwo,
-	wire.PolicyLeastLoad, wire.PolicyPrefixHash, wire.PolicyConsistentHashing, wire.PolicyManual,
-	wire.PolicyBucket,
-}
+// --decode-policy (smg-spec.md §5.0, §8.1; the seed's "Per-Phase Policies"): the policy
+// registry's names (domain/policy.Names), in its order.
+var PolicyNames = policy.Names()
 
 // PairingModes are the values of --pd-pairing-mode (seed "Pairing Modes").
 var PairingModes = []string{wire.PairingModeOff, wire.PairingModeLenient, wire.PairingModeStrict}
@@ -43,7 +41,11 @@ var LogLevels = []string{"debug", "info", "warn", "error"}
 // Validate checks every setting and returns the first problem as a *FlagError naming the
 // flag (nil when the configuration is usable). Rules: smg-spec.md §8.6 (URLs, bootstrap
 // ports 1..65535, retry/circuit-breaker ranges of §8.3), §5.3 (power_of_two needs ≥ 2
-// startup workers on its leg when any are listed), §5.6 (no bucket decode policy), the seed's
+// startup workers on its leg when any are listed), §5.6 (no bucket decode policy) — both
+// through the policy registry (domain/policy.ValidateStartup) in PD mode, where a bucket
+// decode leg is refused whether set by --decode-policy or inherited from --policy (the seed's
+// "Per-Phase Policies": rejected as a decode policy at startup; older SMG let an inherited
+// one through, which here would fail later at start with an fx error) — the seed's
 // "Supported Engines" (no ipc:// prefill or decode workers). Port 0 is accepted and binds a
 // free port (tests); --prometheus-port 0 serves /metrics on the main port.
 func (c Config) Validate() error {
@@ -140,15 +142,12 @@ func (c Config) validatePolicies() error {
 			return bad(p.flag, "unknown policy %q (expected one of %s)", p.name, strings.Join(PolicyNames, ", "))
 		}
 	}
-	if c.PDDisaggregation && c.DecodePolicy == wire.PolicyBucket {
-		return bad("--decode-policy", "bucket is a prefill-only policy and cannot route the decode leg")
-	}
 	if c.PDDisaggregation {
-		if c.PrefillPolicyName() == wire.PolicyPowerOfTwo && len(c.Prefill) == 1 {
-			return bad(policyFlag(c.PrefillPolicy, "--prefill-policy"), "power_of_two needs at least 2 --prefill workers (got 1)")
+		if err := legStartup(c.PrefillPolicyName(), policy.LegPrefill, len(c.Prefill)); err != nil {
+			return bad(policyFlag(c.PrefillPolicy, "--prefill-policy"), "%s", err)
 		}
-		if c.DecodePolicyName() == wire.PolicyPowerOfTwo && len(c.Decode) == 1 {
-			return bad(policyFlag(c.DecodePolicy, "--decode-policy"), "power_of_two needs at least 2 --decode workers (got 1)")
+		if err := legStartup(c.DecodePolicyName(), policy.LegDecode, len(c.Decode)); err != nil {
+			return bad(policyFlag(c.DecodePolicy, "--decode-policy"), "%s", err)
 		}
 	}
 	if !contains(PairingModes, c.PairingMode) {
@@ -158,6 +157,31 @@ func (c Config) validatePolicies() error {
 		return bad("--pd-admission-wait-secs", "must be 0 or more seconds (got %s)", secs(c.PDAdmissionWait))
 	}
 	return nil
+}
+
+// legStartup is the policy registry's start-up check of one PD leg (domain/policy
+// ValidateStartup: bucket never routes the decode leg, power_of_two needs two startup
+// workers), returned without the sentinel's prefix so that the FlagError reads as one
+// sentence. A leg with no startup workers gets their arrival later (POST /workers), so only
+// the leg rule applies to it (seed "Per-Phase Policies": the worker count is checked at
+// startup).
+func legStartup(name string, leg policy.Leg, startupWorkers int) error {
+	var err error
+	if startupWorkers == 0 {
+		err = policy.CheckLeg(name, leg)
+	} else {
+		err = policy.ValidateStartup(name, leg, startupWorkers)
+	}
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, sentinel := range []error{policy.ErrPolicyLeg, policy.ErrTooFewWorkers, policy.ErrUnknownPolicy} {
+		if errors.Is(err, sentinel) {
+			msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
+		}
+	}
+	return errors.New(msg)
 }
 
 func policyFlag(legPolicy, legFlag string) string {

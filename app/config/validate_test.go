@@ -38,9 +38,14 @@ func TestValidateAcceptsSeedExamples(t *testing.T) {
 		"admission wait 0 sheds at once": func(c *config.Config) {
 			c.PDAdmissionWait = 0
 		},
-		"bucket inherited by decode is allowed": func(c *config.Config) {
+		"bucket on prefill with an explicit decode policy": func(c *config.Config) {
 			c.PDDisaggregation = true
-			c.Policy = "bucket"
+			c.Policy, c.DecodePolicy = "bucket", "round_robin"
+		},
+		"bucket on a regular router": func(c *config.Config) { c.Policy = "bucket" },
+		"power_of_two before any worker registered": func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Policy = "power_of_two"
 		},
 	}
 	for name, mutate := range cases {
@@ -86,7 +91,15 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			c.PDDisaggregation = true
 			c.PrefillPolicy = "power_of_two"
 			c.Prefill = []config.PrefillSpec{{URL: "http://p:8000"}}
-		}, "invalid value for --prefill-policy: power_of_two needs at least 2 --prefill workers (got 1)"},
+		}, "invalid value for --prefill-policy: power_of_two needs at least 2 prefill workers at startup (got 1)"},
+		{"bucket inherited by the decode leg", func(c *config.Config) { c.PDDisaggregation = true; c.Policy = "bucket" },
+			"invalid value for --policy: bucket is a prefill-only policy and cannot route the decode leg"},
+		{"power_of_two from --policy with one decode", func(c *config.Config) {
+			c.PDDisaggregation = true
+			c.Policy = "power_of_two"
+			c.Prefill = []config.PrefillSpec{{URL: "http://p0:8000"}, {URL: "http://p1:8000"}}
+			c.Decode = []string{"http://d:8000"}
+		}, "invalid value for --policy: power_of_two needs at least 2 decode workers at startup (got 1)"},
 		{"unknown pairing mode", func(c *config.Config) { c.PairingMode = "loose" },
 			`invalid value for --pd-pairing-mode: unknown mode "loose" (expected off, lenient or strict)`},
 		{"negative admission wait", func(c *config.Config) { c.PDAdmissionWait = -time.Second },

@@ -86,6 +86,13 @@ func New(name string, leg Leg, opts Options) (Policy, error) {
 	}
 }
 
+// CheckLeg checks that name is a known policy allowed on leg, without the start-up worker
+// count rule: ErrUnknownPolicy listing the valid names, ErrPolicyLeg for bucket on LegDecode
+// (or a non-encode policy on LegEncode). Start-up validation uses it for a leg whose workers
+// all arrive later (POST /workers, service discovery), where ValidateStartup's worker count
+// does not apply.
+func CheckLeg(name string, leg Leg) error { return checkLeg(name, leg) }
+
 // ValidateStartup checks name for leg at start-up, given the number of workers configured on
 // that leg on the command line (--prefill / --decode URLs; for --policy on a regular router,
 // all --worker-urls). It returns the New name/leg errors, and ErrTooFewWorkers when name is

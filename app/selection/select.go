@@ -113,7 +113,25 @@ func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live,
 	if i < 0 || i >= len(cands) {
 		return -1, nil
 	}
-	return i, cands[i].Acquire()
+	return i, s.acquire(cands[i])
+}
+
+// acquire accounts one in-flight request on w (worker.Live.Acquire) and mirrors it in
+// smg_worker_requests_active{worker} when metrics are set. The returned release is idempotent.
+func (s *Selector) acquire(w *worker.Live) func() {
+	rel := w.Acquire()
+	b := s.metrics.Load()
+	if b == nil {
+		return rel
+	}
+	b.m.AddActive(w.URL, 1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			rel()
+			b.m.AddActive(w.URL, -1)
+		})
+	}
 }
 
 // noPair classifies a failed selection: which leg has nothing available, or no pair at all.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -62,6 +63,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		health.Module(),
 		api.Module(),
 		store.Module(),
+		fx.Provide(func(reg *prometheus.Registry) (store.FallbackCounter, error) {
+			return metrics.NewFallbackCounter(reg)
+		}),
 		admission.Module(),
 		dispatch.Module(),
 		resilienceModule(),

@@ -190,3 +190,64 @@ func closedAddr(t *testing.T) string {
 	require.NoError(t, ln.Close())
 	return addr
 }
+
+// Issue #4 item 8: a decode error after the stream started becomes an SSE error event
+// followed by [DONE]; a decode that dies mid-body on a non-streaming request is a 502, never
+// a truncated 200; a decode error status passes through with the decode's code.
+func TestSGLangDecodeFailuresAfterAndBeforeTheHead(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineSGLang, Prefills: 1, Decodes: 1, Gateway: noRetries})
+
+	body := apiChat.body("the decode dies mid-stream", 6, true)
+	body["sim_fault"] = "decode:die-after:2"
+	s := f.Gateway.Stream(t, apiChat.path, body)
+	require.Equal(t, http.StatusOK, s.Status, "%s", s.Body)
+	require.GreaterOrEqual(t, len(s.Events), 3, "%s", s.Body)
+	n := len(s.Events)
+	assert.True(t, s.Events[n-1].Done(), "[DONE] last: %s", s.Body)
+	require.True(t, s.Events[n-2].IsError(), "an error event before [DONE]: %s", s.Body)
+	assert.Equal(t, "decode_stream_failed", str(t, s.Events[n-2].JSON(t), "error", "code"))
+	assert.Len(t, s.Errors(), 1)
+
+	body = apiChat.body("the decode dies mid-body", 6, false)
+	body["sim_fault"] = "decode:die-after:2"
+	r := f.Gateway.Post(t, apiChat.path, body, nil)
+	require.Equal(t, http.StatusBadGateway, r.Status, "%s", r.Body)
+	assert.Equal(t, r.Header.Get(wire.HeaderErrorCode), decodeError(t, r).Error.Code)
+
+	body = apiChat.body("the decode is overloaded", 6, false)
+	body["sim_fault"] = []string{"decode:slow-first-byte:200", "decode:status:503"}
+	r = f.Gateway.Post(t, apiChat.path, body, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
+	assert.Equal(t, "decode_unavailable", decodeError(t, r).Error.Code)
+	assert.Equal(t, "decode_unavailable", r.Header.Get(wire.HeaderErrorCode))
+
+	waitIdle(t, f.Sims()...)
+	p := f.Prefills[0].Stats()
+	assert.Equal(t, int64(3), p.Requests)
+	assert.Equal(t, int64(1), p.Aborted, "the prefill waiting for the refusing decode was cancelled")
+	assert.Zero(t, p.UnmatchedRooms)
+}
+
+// Issue #4 item 8: a client that goes away mid-stream cancels the decode leg at once (the
+// decode sim counts an abort instead of generating 200 tokens for nobody).
+func TestSGLangClientGoneCancelsTheDecode(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineSGLang, Prefills: 1, Decodes: 1,
+		Sim: func(role string, _ int, c *sim.Config) {
+			if role == sim.RoleDecode {
+				c.ITL = 20 * time.Millisecond
+			}
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := f.Gateway.Open(t, ctx, apiChat.path, apiChat.body("a long answer nobody reads", 200, true))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	cancel()
+	waitIdle(t, f.Sims()...)
+	d := f.Decodes[0].Stats()
+	assert.Equal(t, int64(1), d.Aborted, "decode leg cancelled: %+v", d)
+	assert.Less(t, d.GenerationTokens, int64(200))
+}

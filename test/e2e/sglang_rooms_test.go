@@ -257,3 +257,36 @@ func TestSGLangChatNThreeFansOutToThreeRooms(t *testing.T) {
 		})
 	}
 }
+
+// Issue #4 item 6 on the other sampling routes: /v1/completions n:3 and /generate
+// sampling_params.n:3 also fan out into three single-sample dispatches.
+func TestSGLangCompletionsAndGenerateNThree(t *testing.T) {
+	t.Parallel()
+	f := sglangFleet(t, 1, 1)
+	const prompt = "sample me thrice"
+	want := sim.HandoffText(prompt, 3)
+
+	r := f.Gateway.Post(t, "/v1/completions", map[string]any{"model": model, "prompt": prompt, "max_tokens": 3, "n": 3}, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	choices, ok := r.Object(t)["choices"].([]any)
+	require.True(t, ok, "%s", r.Body)
+	require.Len(t, choices, 3)
+	for i, c := range choices {
+		assert.EqualValues(t, i, path(t, c, "index"))
+		assert.Equal(t, want, str(t, c, "text"))
+	}
+
+	r = f.Gateway.Post(t, "/generate", map[string]any{"text": prompt, "sampling_params": map[string]any{"max_new_tokens": 3, "n": 3}}, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	results, ok := r.JSON(t).([]any)
+	require.True(t, ok, "n>1 on /generate answers a list: %s", r.Body)
+	require.Len(t, results, 3)
+	for i := range results {
+		assert.Equal(t, want, str(t, results[i], "text"), "sample %d", i)
+	}
+	waitIdle(t, f.Sims()...)
+	d := f.Decodes[0].Stats()
+	assert.Equal(t, int64(6), d.Requests, "six single-sample dispatches")
+	assert.Equal(t, int64(6), d.HandoffsReceived)
+	assert.Zero(t, d.UnmatchedRooms+f.Prefills[0].Stats().DuplicateRooms)
+}

@@ -179,3 +179,71 @@ func TestVLLMNixlRelaysTheParamsVerbatim(t *testing.T) {
 	assert.NotEmpty(t, rid, "minted X-Request-Id")
 	assert.Equal(t, rid, dr[0].Header.Get("X-Request-Id"), "the same id on both legs")
 }
+
+// Issue #5 items 4 and 5: a Mooncake prefill registered without kv_engine_id cannot mint
+// params, so decode recomputes (mode still counted); a prefill transport error is a 502
+// prefill_request_failed and the decode worker is never contacted; a MoRIIOConnector pair is
+// refused with 501 before either leg.
+func TestVLLMFallbacksAndRefusals(t *testing.T) {
+	t.Parallel()
+	t.Run("mooncake without engine id recomputes", func(t *testing.T) {
+		t.Parallel()
+		pre := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill, KVConnector: sim.ConnectorMooncake})
+		dec := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorMooncake})
+		g := fleet.StartGateway(t, fleet.DefaultConfig())
+		g.Register(t, map[string]any{"url": pre.URL(), "worker_type": "prefill", "kv_connector": "MooncakeConnector",
+			"bootstrap_port": pre.BootstrapPort()})
+		g.Register(t, fleet.WorkerSpec(dec))
+		g.WaitWorkers(t, 2)
+		r := g.Post(t, apiChat.path, apiChat.body("no engine id", 3, false), nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		assert.Equal(t, sim.RecomputeText(userPrompt("no engine id"), 3), apiChat.text(t, r.Object(t)))
+		waitIdle(t, pre, dec)
+		assert.Equal(t, int64(1), dec.Stats().RecomputedPrompts)
+		assert.Equal(t, 1.0, g.Metrics(t).Sum("smg_pd_kv_connector_mode_total", "mode", "mooncake"))
+	})
+	t.Run("prefill transport error is 502", func(t *testing.T) {
+		t.Parallel()
+		f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1, Gateway: noRetries})
+		body := apiChat.body("the prefill resets", 3, false)
+		body["sim_fault"] = "prefill:reset"
+		r := f.Gateway.Post(t, apiChat.path, body, nil)
+		require.Equal(t, http.StatusBadGateway, r.Status, "%s", r.Body)
+		assert.Equal(t, "prefill_request_failed", r.Header.Get(wire.HeaderErrorCode))
+		assert.Equal(t, "prefill_request_failed", decodeError(t, r).Error.Code)
+		assert.Zero(t, f.Decodes[0].Stats().Requests, "decode never contacted")
+	})
+	t.Run("MoRI-IO pair is refused with 501", func(t *testing.T) {
+		t.Parallel()
+		pre := fleet.NewRecorder(t, "vllm", model, nil)
+		dec := fleet.NewRecorder(t, "vllm", model, nil)
+		g := fleet.StartGateway(t, fleet.DefaultConfig())
+		for _, w := range []struct{ url, role string }{{pre.URL, "prefill"}, {dec.URL, "decode"}} {
+			g.Register(t, map[string]any{"url": w.url, "worker_type": w.role, "runtime_type": "vllm",
+				"kv_connector": "MoRIIOConnector", "labels": map[string]string{"moriio_mode": "write"}})
+		}
+		g.WaitWorkers(t, 2)
+		r := g.Post(t, apiChat.path, apiChat.body("mori", 3, false), nil)
+		require.Equal(t, http.StatusNotImplemented, r.Status, "%s", r.Body)
+		assert.Equal(t, wire.CodeMoRIIOConnectorUnsupported, r.Header.Get(wire.HeaderErrorCode))
+		assert.Empty(t, pre.Requests())
+		assert.Empty(t, dec.Requests())
+	})
+}
+
+// Issue #5 item 5: a decode that dies mid-stream after the handoff ends the relayed stream
+// with an error event and [DONE], as on the SGLang path.
+func TestVLLMDecodeDiesMidStream(t *testing.T) {
+	t.Parallel()
+	f := vllmFleet(t, sim.ConnectorNixl, 1, 1)
+	body := apiChat.body("the vllm decode dies", 6, true)
+	body["sim_fault"] = "decode:die-after:2"
+	s := f.Gateway.Stream(t, apiChat.path, body)
+	require.Equal(t, http.StatusOK, s.Status, "%s", s.Body)
+	n := len(s.Events)
+	require.GreaterOrEqual(t, n, 3, "%s", s.Body)
+	assert.True(t, s.Events[n-1].Done())
+	require.True(t, s.Events[n-2].IsError(), "%s", s.Body)
+	assert.Len(t, s.Errors(), 1)
+	assert.Equal(t, int64(1), f.Decodes[0].Stats().HandoffsReceived, "the handoff itself succeeded")
+}

@@ -25,6 +25,12 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -timeout 15m ./...
 
+## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process
+## gateway and a simulated SGLang 2P+2D fleet; goroutines and heap must return to baseline
+.PHONY: soak
+soak:
+	SMG_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -v -timeout 15m ./test/resilience/
+
 ## fmt: gofmt every Go file
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/jsonbody"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -74,13 +74,15 @@ var errFirstByte = errors.New("no output within the first-byte timeout")
 
 // checkJSONBody returns 502 decode_invalid_response when a decode answer whose Content-Type
 // says JSON (or is absent) is not valid JSON — a truncated or garbled engine answer must not
-// reach the client as a 200 — else nil. Other content types are relayed unchecked.
+// reach the client as a 200 — else nil. Other content types are relayed unchecked. The
+// check is jsonbody.Valid (encoding/json.Valid's acceptance, about 3× faster, no
+// allocation): it runs on every non-streaming answer and every vLLM prefill answer.
 func checkJSONBody(h http.Header, body []byte) *errs.Error {
 	ct := h.Get("Content-Type")
 	if ct != "" && !strings.Contains(strings.ToLower(ct), "json") {
 		return nil
 	}
-	if json.Valid(body) {
+	if jsonbody.Valid(body) {
 		return nil
 	}
 	return &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeInvalidResponse, Leg: "decode",

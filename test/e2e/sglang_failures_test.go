@@ -140,7 +140,16 @@ func TestSGLangDecodeRefusedIs502AndCancelsThePrefill(t *testing.T) {
 			g.Register(t, fleet.WorkerSpec(pre))
 			g.Register(t, map[string]any{"url": "http://" + closedAddr(t), "worker_type": "decode", "runtime_type": "sglang",
 				"health": map[string]any{"disable_health_check": true}})
-			g.WaitWorkers(t, 2)
+			// The closed-port decode is never detected (no model_id): wait for health only.
+			g.WaitUntil(t, "both workers healthy, the prefill detected", func(ws []fleet.WorkerInfo) bool {
+				ok := 0
+				for _, w := range ws {
+					if w.IsHealthy && (w.WorkerType == "decode" || w.ModelID != "") {
+						ok++
+					}
+				}
+				return ok == 2
+			})
 
 			r := g.Post(t, apiChat.path, apiChat.body("nobody decodes this", 4, false), nil)
 			if retries {

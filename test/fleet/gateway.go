@@ -101,6 +101,7 @@ func (g *Gateway) Register(t testing.TB, body any) string {
 type WorkerInfo struct {
 	ID          string `json:"id"`
 	URL         string `json:"url"`
+	ModelID     string `json:"model_id"`
 	WorkerType  string `json:"worker_type"`
 	RuntimeType string `json:"runtime_type"`
 	KVConnector string `json:"kv_connector"`
@@ -121,38 +122,56 @@ func (g *Gateway) Workers(t testing.TB) []WorkerInfo {
 }
 
 // WaitWorkers waits (at most ReadyTimeout) until exactly n workers are registered, all of
-// them healthy, and /readiness answers 200.
+// them healthy and activated (their model detected: model_id set), and /readiness answers
+// 200.
+//
+// Activation matters: the health checker can mark a just-registered worker ready before the
+// registry has detected its runtime and models and swapped in the detected worker; a request
+// in that window is routed with runtime "unspecified", or finds the worker missing during
+// the swap (503). Waiting for model_id skips the window.
 func (g *Gateway) WaitWorkers(t testing.TB, n int) {
 	t.Helper()
-	g.waitWorkers(t, n, true)
+	g.WaitUntil(t, fmt.Sprintf("%d workers healthy and detected, /readiness 200", n), func(ws []WorkerInfo) bool {
+		return countReady(ws, true) == n && len(ws) == n && g.Get(t, "/readiness").Status == http.StatusOK
+	})
 }
 
-// WaitWorkersHealthy is WaitWorkers without the /readiness condition, for fleets that are
-// not ready on purpose (one leg missing).
+// WaitWorkersHealthy is WaitWorkers without the /readiness condition, for fleets that are not
+// ready on purpose (one leg missing).
 func (g *Gateway) WaitWorkersHealthy(t testing.TB, n int) {
 	t.Helper()
-	g.waitWorkers(t, n, false)
+	g.WaitUntil(t, fmt.Sprintf("%d workers healthy and detected", n), func(ws []WorkerInfo) bool {
+		return countReady(ws, true) == n && len(ws) == n
+	})
 }
 
-func (g *Gateway) waitWorkers(t testing.TB, n int, ready bool) {
+// WaitUntil polls GET /workers every 20 ms until cond holds, failing the test after
+// ReadyTimeout with what and the last worker list.
+func (g *Gateway) WaitUntil(t testing.TB, what string, cond func([]WorkerInfo) bool) {
 	t.Helper()
 	deadline := time.Now().Add(ReadyTimeout)
 	for {
 		ws := g.Workers(t)
-		healthy := 0
-		for _, w := range ws {
-			if w.IsHealthy {
-				healthy++
-			}
-		}
-		if len(ws) == n && healthy == n && (!ready || g.Get(t, "/readiness").Status == http.StatusOK) {
+		if cond(ws) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fleet not ready within %s: %d registered, %d healthy, want %d: %+v", ReadyTimeout, len(ws), healthy, n, ws)
+			t.Fatalf("fleet: not %s within %s: %+v", what, ReadyTimeout, ws)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// countReady counts the healthy workers (with detected set: only those whose model_id is
+// known, i.e. activation finished).
+func countReady(ws []WorkerInfo, detected bool) int {
+	n := 0
+	for _, w := range ws {
+		if w.IsHealthy && (!detected || w.ModelID != "") {
+			n++
+		}
+	}
+	return n
 }
 
 // Response is a complete answer of the gateway.

@@ -185,7 +185,9 @@ func (d *Dispatcher) fanInStream(w http.ResponseWriter, rq *handoff.Request, ope
 	for i, o := range opens {
 		wg.Go(func() {
 			split := &handoff.EventSplitter{}
-			buf := make([]byte, relayBufSize)
+			bp := getRelayBuf()
+			defer putRelayBuf(bp)
+			buf := *bp
 			for {
 				n, rerr := o.decodeResp.Body.Read(buf)
 				if n > 0 {

@@ -13,8 +13,12 @@ import (
 )
 
 // relayBufSize is the read size of the streaming relay (bytes). Each read is written and
-// flushed at once: no decode chunk waits in the gateway (style.md pattern 8).
-const relayBufSize = 32 << 10
+// flushed at once: no decode chunk waits in the gateway (style.md pattern 8). An engine
+// flushes one SSE event per chunk and a read returns at most one chunk, so a token event
+// (~200 B, a few KB with logprobs) passes in one read; a larger event is relayed in
+// several flushed pieces. The buffer is held for the stream's lifetime (pooled,
+// bufpool.go), so this size is most of the gateway's memory per open stream.
+const relayBufSize = 8 << 10
 
 // relayStream streams the decode SSE body to the client as it arrives (seed "HTTP streams
 // start on the response heads"). It stops after the line-anchored [DONE] event. A decode
@@ -33,7 +37,9 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
 	_ = rc.Flush()
 
 	body := o.decodeResp.Body
-	buf := make([]byte, relayBufSize)
+	bp := getRelayBuf()
+	defer putRelayBuf(bp)
+	buf := *bp
 	var scan handoff.DoneScanner
 	var split *handoff.EventSplitter
 	if o.prefillLogprobs != nil {

@@ -132,7 +132,7 @@ func (g *Gateway) Workers(t testing.TB) []WorkerInfo {
 func (g *Gateway) WaitWorkers(t testing.TB, n int) {
 	t.Helper()
 	g.WaitUntil(t, fmt.Sprintf("%d workers healthy and detected, /readiness 200", n), func(ws []WorkerInfo) bool {
-		return countReady(ws, true) == n && len(ws) == n && g.Get(t, "/readiness").Status == http.StatusOK
+		return countReady(ws) == n && len(ws) == n && g.Get(t, "/readiness").Status == http.StatusOK
 	})
 }
 
@@ -141,7 +141,7 @@ func (g *Gateway) WaitWorkers(t testing.TB, n int) {
 func (g *Gateway) WaitWorkersHealthy(t testing.TB, n int) {
 	t.Helper()
 	g.WaitUntil(t, fmt.Sprintf("%d workers healthy and detected", n), func(ws []WorkerInfo) bool {
-		return countReady(ws, true) == n && len(ws) == n
+		return countReady(ws) == n && len(ws) == n
 	})
 }
 
@@ -162,12 +162,11 @@ func (g *Gateway) WaitUntil(t testing.TB, what string, cond func([]WorkerInfo) b
 	}
 }
 
-// countReady counts the healthy workers (with detected set: only those whose model_id is
-// known, i.e. activation finished).
-func countReady(ws []WorkerInfo, detected bool) int {
+// countReady counts the healthy workers whose model_id is known (activation finished).
+func countReady(ws []WorkerInfo) int {
 	n := 0
 	for _, w := range ws {
-		if w.IsHealthy && (!detected || w.ModelID != "") {
+		if w.IsHealthy && w.ModelID != "" {
 			n++
 		}
 	}

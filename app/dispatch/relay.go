@@ -158,7 +158,9 @@ func (d *Dispatcher) writeMerged(w io.Writer, split *handoff.EventSplitter, chun
 // with logprobs the merged body is sent as application/json (seed "Non-streaming HTTP
 // responses keep a JSON content type").
 func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) error {
-	body, err := io.ReadAll(io.LimitReader(o.decodeResp.Body, d.cfg.MaxPayloadSize))
+	buf, err := readPooled(o.decodeResp.Body, d.cfg.MaxPayloadSize, contentLength(o.decodeResp.Header))
+	defer putBody(buf) // after the Write below: nothing keeps the bytes
+	body := buf.Bytes()
 	if err != nil {
 		if o.ctx != nil && o.ctx.Err() != nil {
 			return contextError(o.ctx, "reading the decode response")

@@ -1,8 +1,8 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,6 +38,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	path := rq.Route.Path()
 
 	var prefillBody []byte
+	var prefillBuf *bytes.Buffer // pooled; released once the decode body is built
 	if !plan.SkipPrefill {
 		resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
 		if err != nil {
@@ -54,7 +55,8 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 			return false, &errs.Error{Status: resp.Status, Code: wire.CodePrefillUpstreamError, Leg: "prefill",
 				Retryable: retryableStatus(resp.Status), Message: upstreamMessage(body)}
 		}
-		prefillBody, err = io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxPayloadSize))
+		prefillBuf, err = readPooled(resp.Body, d.cfg.MaxPayloadSize, contentLength(resp.Header))
+		prefillBody = prefillBuf.Bytes()
 		_ = resp.Body.Close()
 		if err != nil {
 			cancel()
@@ -76,7 +78,11 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		d.record(p, resp.Status, nil)
 		d.metrics.ObservePrefillDuration(rq.Model, string(p.Runtime), time.Since(start))
 	}
-	decodeBody, outcome := plan.Decode(prefillBody)
+	decodeBody, outcome := plan.Decode(prefillBody) // a fresh body: the prefill's bytes are copied
+	if prefillBuf != nil {
+		putBody(prefillBuf)
+		prefillBody = nil
+	}
 	switch outcome {
 	case handoff.OutcomeKVTransferFailure:
 		d.metrics.IncKVTransferFailure()

@@ -18,9 +18,9 @@ import (
 )
 
 // Issue #4, Done when: 500 concurrent requests: all rooms distinct (duplicate_rooms 0), none
-// lost.
+// lost. Not parallel with the other tests: 500 requests × four loopback hops under -race
+// already load two cores; sharing them with other fleets only adds dial and probe timeouts.
 func TestSGLang500ConcurrentRequestsGetDistinctRooms(t *testing.T) {
-	t.Parallel()
 	f := sglangFleet(t, 2, 2)
 	const n = 500
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,11 +18,14 @@ import (
 // legProxy is a recording reverse proxy in front of one simulator: the gateway talks to the
 // proxy (probes included), the proxy records the handoff ids each inference leg carried —
 // the SGLang bootstrap_room, the vLLM kv_transfer_params.transfer_id — and forwards
-// everything unchanged, streaming included.
+// everything unchanged, streaming included, except GET /health while Sick.
 type legProxy struct {
 	URL string
-	mu  sync.Mutex
-	ids []string
+	// Sick makes GET /health answer 503 (the engine behind keeps serving inference), to
+	// fail the gateway's health checks on demand.
+	Sick atomic.Bool
+	mu   sync.Mutex
+	ids  []string
 }
 
 func newLegProxy(t *testing.T, target string) *legProxy {
@@ -34,6 +38,10 @@ func newLegProxy(t *testing.T, target string) *legProxy {
 	rp.FlushInterval = -1
 	p := &legProxy{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/health" && p.Sick.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		if r.Method == http.MethodPost {
 			b, _ := io.ReadAll(r.Body)
 			_ = r.Body.Close()

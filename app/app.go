@@ -61,6 +61,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		memory.Module(),
 		registry.Module(),
 		health.Module(),
+		// The registry owns a new HTTP worker's activation (probe, detection, swap): the
+		// health checker must not make it ready first.
+		fx.Invoke(func(c *health.Checker, r *registry.Service) { c.HoldPending(r.Activating) }),
 		api.Module(),
 		store.Module(),
 		fx.Provide(func(reg *prometheus.Registry) (store.FallbackCounter, error) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/fx"
@@ -42,6 +43,22 @@ type Checker struct {
 	cancel  context.CancelFunc
 	loops   map[*worker.Live]context.CancelFunc
 	wg      sync.WaitGroup
+
+	hold atomic.Pointer[func(*worker.Live) bool]
+}
+
+// HoldPending installs a gate that keeps a pending worker pending even after
+// success_threshold successful probes, while hold(w) reports true. The registry uses it:
+// it owns the activation of a freshly registered HTTP worker (probe, runtime and model
+// detection, then a swap to the detected, ready worker), and a worker made ready before that
+// would be routed with an unknown runtime and no models. nil removes the gate. Failures are
+// still counted, so a worker that never answers still fails after 10×failure_threshold probes.
+func (c *Checker) HoldPending(hold func(w *worker.Live) bool) {
+	if hold == nil {
+		c.hold.Store(nil)
+		return
+	}
+	c.hold.Store(&hold)
 }
 
 // New builds a Checker. client nil = a private client (its own transport); m nil = no metrics;
@@ -209,6 +226,11 @@ func (c *Checker) apply(w *worker.Live, err error, counters Counters, t Threshol
 	c.m.ObserveHealthCheck(string(w.Role), result)
 	cur := w.Status()
 	next, counters := Transition(cur, counters, err == nil, t)
+	if cur == worker.StatusPending && next == worker.StatusReady {
+		if h := c.hold.Load(); h != nil && (*h)(w) {
+			next = cur // the registry activates it once detected
+		}
+	}
 	// Re-read just before writing: a DELETE may have set draining while the probe ran.
 	if next != cur && w.Status() == cur {
 		c.store.SetStatus(w, next)

@@ -305,3 +305,20 @@ func TestModuleLifecycle(t *testing.T) {
 	require.Eventually(t, w.Healthy, waitFor, tick)
 	app.RequireStop()
 }
+
+func TestCheckerHoldPendingKeepsWorkerPendingUntilReleased(t *testing.T) {
+	t.Parallel()
+	f := newFakeWorker(t)
+	s := memory.NewWorkers()
+	m := &fakeMetrics{checks: map[string]int{}, healthy: map[string]bool{}}
+	c := startChecker(t, s, testConfig(), m)
+	var held atomic.Bool
+	held.Store(true)
+	c.HoldPending(func(*worker.Live) bool { return held.Load() })
+
+	w := addWorker(t, s, "h", f.srv.URL, worker.RolePrefill, worker.StatusPending)
+	require.Eventually(t, func() bool { return m.get("prefill/success") >= 4 }, waitFor, tick)
+	assert.Equal(t, worker.StatusPending, w.Status(), "held: successful probes must not make it ready")
+	held.Store(false)
+	require.Eventually(t, w.Healthy, waitFor, tick)
+}

@@ -246,6 +246,21 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 		"runtime_type", string(nl.Runtime), "models", nl.Models)
 }
 
+// Activating reports whether the registry still owns the activation of the pending worker w
+// (its first probe and detection have not finished). The health checker holds such a worker
+// pending (health.Checker.HoldPending) so it is never routed before its runtime and models
+// are known.
+func (s *Service) Activating(w *worker.Live) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.jobs[w.ID]
+	if !ok {
+		return false
+	}
+	cur, err := s.store.Get(w.ID)
+	return err == nil && cur == w
+}
+
 // current reports whether l is still the registered worker for its id and still waiting
 // for activation (not failed or draining).
 func (s *Service) current(l *worker.Live) bool {

@@ -141,10 +141,11 @@ func closedAddr(t *testing.T) string {
 }
 
 // refusingWorker is a POST /workers body for a worker on a closed port, with health checks
-// disabled so it stays routable. extra fields are merged in (bootstrap_port, ...).
+// disabled so it stays routable and its model given (nothing can be detected there). extra
+// fields are merged in (bootstrap_port, ...).
 func refusingWorker(t *testing.T, role string, extra map[string]any) map[string]any {
 	b := map[string]any{"url": "http://" + closedAddr(t), "worker_type": role, "runtime_type": "sglang",
-		"health": map[string]any{"disable_health_check": true}}
+		"models": []string{"sim-model"}, "health": map[string]any{"disable_health_check": true}}
 	for k, v := range extra {
 		b[k] = v
 	}

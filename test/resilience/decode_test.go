@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
 )
@@ -136,4 +138,47 @@ func TestMalformedEngineJSON(t *testing.T) {
 	require.NotEmpty(t, s.Events)
 	assert.True(t, s.Events[len(s.Events)-1].Done())
 	assert.Contains(t, string(s.Body), `"sim-malformed"`, "stream bytes are relayed unparsed")
+}
+
+// Time bounds on a decode stream whose head is already out (real engines send a stream's
+// head at once): no first output within --first-byte-timeout-secs ends the stream with a
+// 504 decode_first_byte_timeout event and [DONE], cancels the decode and counts a decode
+// failure; the request timeout mid-stream ends it with 504 request_timeout and charges no
+// breaker (the gateway cut the leg).
+func TestDecodeStreamTimeBounds(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		gw      func(*config.Config)
+		itl     time.Duration
+		faults  []string
+		code    string
+		failure float64
+	}{
+		{"first byte", func(c *config.Config) { c.FirstByteTimeout = 300 * time.Millisecond },
+			0, []string{"decode:delay-body:20000"}, "decode_first_byte_timeout", 1},
+		{"request timeout mid-stream", func(c *config.Config) { c.RequestTimeout = time.Second },
+			20 * time.Millisecond, nil, "request_timeout", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := fleet.Start(t, fleet.Spec{Engine: sim.EngineSGLang, Prefills: 1, Decodes: 1, Gateway: c.gw,
+				Sim: func(role string, _ int, sc *sim.Config) {
+					if role == sim.RoleDecode {
+						sc.ITL = c.itl
+					}
+				}})
+			s := f.Gateway.Stream(t, "/v1/chat/completions", chat("bounded stream", 500, true, c.faults...))
+			assert.Less(t, s.Elapsed, bound, "hang guard")
+			require.Equal(t, http.StatusOK, s.Status)
+			streamError(t, s.Events, "Gateway Timeout", c.code)
+
+			waitIdle(t, f.Sims()...)
+			d := f.Decodes[0].Stats()
+			assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
+			_, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+			assert.Equal(t, []float64{0, c.failure}, []float64{ok, fail})
+		})
+	}
 }

@@ -21,9 +21,9 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 
-## bench: every benchmark once, bounded (no tests)
+## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms -timeout 15m ./...
+	GO=$(GO) BIN=$(BIN) ./test/load/bench.sh
 
 ## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process
 ## gateway and a simulated SGLang 2P+2D fleet; goroutines and heap must return to baseline

@@ -19,7 +19,7 @@ func newCompare() *cobra.Command {
 		bootstrapPort           int
 		opts                    load.CompareOptions
 		warmup                  time.Duration
-		gatewayArgs             []string
+		gatewayArgs, gatewayEnv []string
 		maxTokens               int
 		gatewayOnly, directOnly bool
 	)
@@ -41,11 +41,13 @@ its own fleet (one prefill and one decode smg-sim and an smg gateway, from --bin
 			wl.MaxTokens = maxTokens
 			var gwURL string
 			var direct load.Target
+			var f *load.Fleet
 			dc := load.NewClient(opts.Phase.Concurrency)
 			if gateway == "" {
 				pa, da := load.RealisticSimArgs(s.Realistic)
-				f, err := load.StartFleet(ctx, load.FleetConfig{BinDir: bin, Engine: s.Engine, PrefillArgs: pa,
-					DecodeArgs: da, GatewayArgs: gatewayArgs})
+				var err error
+				f, err = load.StartFleet(ctx, load.FleetConfig{BinDir: bin, Engine: s.Engine, PrefillArgs: pa,
+					DecodeArgs: da, GatewayArgs: gatewayArgs, GatewayEnv: gatewayEnv})
 				if err != nil {
 					return err
 				}
@@ -81,12 +83,14 @@ its own fleet (one prefill and one decode smg-sim and an smg gateway, from --bin
 					t = direct
 				}
 				sum, err := load.Run(ctx, t, opts.Phase)
-				load.WriteComparison(out, load.Comparison{Name: s.Name() + " (" + t.Name() + " only)", Stream: s.Stream,
-					Pairs: []load.Pair{{A: sum, B: sum}}})
+				load.WriteSummary(out, s.Name()+" ("+t.Name()+" only)", s.Stream, sum)
 				if err == nil && sum.Errors > 0 {
 					err = fmt.Errorf("%d requests failed: %s", sum.Errors, sum.FirstError)
 				}
 				return err
+			}
+			if f != nil {
+				opts.Probe = f.Probe()
 			}
 			c, err := load.Compare(ctx, s.Name(), s.Stream, gw, direct, opts)
 			load.WriteComparison(out, c)
@@ -108,6 +112,7 @@ its own fleet (one prefill and one decode smg-sim and an smg gateway, from --bin
 	f.BoolVar(&directOnly, "direct-only", false, "run one direct phase only")
 	f.StringVar(&bin, "bin", "bin", "directory holding smg and smg-sim (when starting a fleet)")
 	f.StringArrayVar(&gatewayArgs, "gateway-arg", nil, "extra `smg launch` flag for the gateway it starts (repeatable)")
+	f.StringArrayVar(&gatewayEnv, "gateway-env", nil, "extra NAME=VALUE environment for the gateway it starts, e.g. GOGC=400 (repeatable)")
 	f.StringVar(&gateway, "gateway", "", "gateway base URL of an existing fleet (loopback)")
 	f.StringVar(&prefill, "prefill", "", "prefill worker URL of an existing fleet")
 	f.StringVar(&decode, "decode", "", "decode worker URL of an existing fleet")

@@ -35,7 +35,8 @@ gateway's RSS, heap, stacks and goroutines from its /metrics, closes them and re
 	f := cmd.Flags()
 	f.StringVar(&c.BinDir, "bin", c.BinDir, "directory holding the smg and smg-sim binaries")
 	f.IntVar(&c.Streams, "n", c.Streams, "streams to open (-1: 10000 capped by the gateway's open-file limit)")
-	f.DurationVar(&c.StreamsTimeout, "timeout", c.StreamsTimeout, "time limit of the run")
+	f.DurationVar(&c.StreamsTimeout, "timeout", c.StreamsTimeout, "time limit for opening the streams")
+	f.DurationVar(&c.StreamsHold, "hold", 3*time.Second, "how long every stream stays open before the memory is read")
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra `smg launch` flag for the gateway (repeatable)")
 	return cmd
 }

@@ -55,5 +55,6 @@ its memory per stream. It ends with the targets table.`,
 	f.IntVar(&c.Streams, "streams", c.Streams, "open SSE streams to hold (0 skips; -1: 10000 capped by the gateway's open-file limit)")
 	f.DurationVar(&c.StreamsTimeout, "streams-timeout", c.StreamsTimeout, "time limit of the open-streams run")
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra `smg launch` flag for every gateway (repeatable)")
+	f.StringArrayVar(&c.GatewayEnv, "gateway-env", nil, "extra NAME=VALUE environment for every gateway, e.g. GOGC=400 (repeatable)")
 	return cmd
 }

@@ -106,6 +106,9 @@ type CompareOptions struct {
 	Warmup Options
 	// Pairs is the number of A/B rounds (>= 1).
 	Pairs int
+	// Probe, when set, samples CPU times before and after every measured phase
+	// (Summary.CPU); e.g. Fleet.Probe.
+	Probe func() map[string]time.Duration
 }
 
 // Compare runs a warm-up of each mode, then opts.Pairs rounds of A then B, and returns the
@@ -130,7 +133,14 @@ func Compare(ctx context.Context, name string, stream bool, a, b Target, opts Co
 	for range opts.Pairs {
 		var p Pair
 		for i, t := range []Target{a, b} {
+			var before map[string]time.Duration
+			if opts.Probe != nil {
+				before = opts.Probe()
+			}
 			s, err := Run(ctx, t, opts.Phase)
+			if opts.Probe != nil {
+				s.CPU = cpuDelta(before, opts.Probe())
+			}
 			if err == nil && s.Errors > 0 {
 				err = fmt.Errorf("%w: %s: %d of %d: %s", ErrFailed, t.Name(), s.Errors, s.OK+s.Errors, s.FirstError)
 			}

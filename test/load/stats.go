@@ -60,6 +60,18 @@ type Summary struct {
 	// Latency and TTFT are over successful requests; Gap is the time between successive
 	// body reads that carried data (streaming inter-chunk gaps), over all such reads.
 	Latency, TTFT, Gap Percentiles
+	// CPU is the CPU time (user + system) each probed process used during the phase, when
+	// CompareOptions.Probe was set ("client", "gateway", "prefill", "decode").
+	CPU map[string]time.Duration
+}
+
+// CPUPerRequest is CPU[name] ÷ OK, in microseconds (0 when unknown).
+func (s Summary) CPUPerRequest(name string) float64 {
+	d, ok := s.CPU[name]
+	if !ok || s.OK == 0 {
+		return 0
+	}
+	return float64(d) / float64(time.Microsecond) / float64(s.OK)
 }
 
 // recorder accumulates one worker's samples; merged once at the end of a phase, so the hot

@@ -29,6 +29,9 @@ type HoldOptions struct {
 	Workload Workload
 }
 
+// memReadTimeout bounds one read of the gateway's /metrics.
+const memReadTimeout = 10 * time.Second
+
 // GatewayMem is a snapshot of the gateway's memory from its /metrics (the Prometheus Go and
 // process collectors): resident set, heap in use and goroutine stacks in bytes, goroutines.
 type GatewayMem struct {
@@ -81,13 +84,21 @@ func HoldStreams(ctx context.Context, gatewayURL string, o HoldOptions) (HoldRes
 		o.Timeout = 120 * time.Second
 	}
 	o.Workload.Stream = true
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	res := HoldResult{Requested: o.N}
 	hc := NewClient(o.OpenConcurrency)
 	defer hc.CloseIdleConnections()
+	// The memory reads get their own bound, so a run whose opening hit o.Timeout still
+	// measures what it holds.
+	readMem := func() (GatewayMem, error) {
+		mctx, mcancel := context.WithTimeout(parent, memReadTimeout)
+		defer mcancel()
+		return ReadGatewayMem(mctx, hc, gatewayURL)
+	}
 	var err error
-	if res.Base, err = ReadGatewayMem(ctx, hc, gatewayURL); err != nil {
+	if res.Base, err = readMem(); err != nil {
 		return res, err
 	}
 
@@ -157,7 +168,7 @@ func HoldStreams(ctx context.Context, gatewayURL string, o HoldOptions) (HoldRes
 	case <-ctx.Done():
 	}
 	res.Opened, res.Failed, res.StillOpen = int(opened.Load()), int(failed.Load()), int(alive.Load())
-	res.Held, err = ReadGatewayMem(ctx, hc, gatewayURL)
+	res.Held, err = readMem()
 	closeStreams()
 	wg.Wait()
 	if err != nil {
@@ -166,7 +177,7 @@ func HoldStreams(ctx context.Context, gatewayURL string, o HoldOptions) (HoldRes
 	// Give the gateway a moment to see the closed connections and end its legs.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		res.After, err = ReadGatewayMem(ctx, hc, gatewayURL)
+		res.After, err = readMem()
 		if err != nil || res.After.Goroutines < res.Base.Goroutines+50 || time.Now().After(deadline) {
 			return res, err
 		}

@@ -46,13 +46,16 @@ func streamsFor(want, limit, openConc int) int {
 }
 
 // runStreams starts a SGLang fleet whose decode emits one token per second for minutes
-// (no batching limit), and holds the streams through its gateway.
+// (no batching limit, an admission window above the stream count), and holds the streams
+// through its gateway.
 func runStreams(ctx context.Context, c SuiteConfig) (*HoldResult, int, error) {
 	const openConc = 200
 	f, err := StartFleet(ctx, FleetConfig{BinDir: c.BinDir, Engine: sim.EngineSGLang,
 		PrefillArgs: []string{"--max-running", "0"},
-		DecodeArgs:  []string{"--max-running", "0", "--itl-ms", "1000"},
-		GatewayArgs: c.GatewayArgs})
+		// A window above the stream count: the gateway's decode admission window follows
+		// the worker's max_running_requests (2048 by default), and would queue the rest.
+		DecodeArgs:  []string{"--max-running", "0", "--itl-ms", "1000", "--max-running-requests", "100000"},
+		GatewayArgs: c.GatewayArgs, GatewayEnv: c.GatewayEnv})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -69,7 +72,12 @@ func runStreams(ctx context.Context, c SuiteConfig) (*HoldResult, int, error) {
 		Options{Concurrency: 4, Requests: 200, Duration: 2 * time.Second}); err != nil {
 		return nil, limit, err
 	}
-	h, err := HoldStreams(ctx, f.GatewayURL, HoldOptions{N: n, OpenConcurrency: openConc, Hold: 3 * time.Second,
+	hold := c.StreamsHold
+	if hold <= 0 {
+		hold = 3 * time.Second
+	}
+	timeout += hold
+	h, err := HoldStreams(ctx, f.GatewayURL, HoldOptions{N: n, OpenConcurrency: openConc, Hold: hold,
 		Timeout: timeout, Workload: Workload{Prompt: BenchPrompt, MaxTokens: 600}})
 	if err != nil {
 		return &h, limit, err

@@ -95,8 +95,12 @@ type SuiteConfig struct {
 	// 10,000 capped by the gateway's open-file limit (2 descriptors per stream).
 	Streams        int
 	StreamsTimeout time.Duration
-	// GatewayArgs are extra `smg launch` flags for every gateway (e.g. --pprof-addr).
-	GatewayArgs []string
+	// StreamsHold is how long every stream stays open before the memory is read (default
+	// 3 s; longer to take a heap profile meanwhile).
+	StreamsHold time.Duration
+	// GatewayArgs are extra `smg launch` flags for every gateway (e.g. --pprof-addr);
+	// GatewayEnv extra environment (e.g. GOGC=400).
+	GatewayArgs, GatewayEnv []string
 	// Out receives the report as it goes.
 	Out io.Writer
 }
@@ -178,7 +182,7 @@ func RealisticSimArgs(realistic bool) (prefill, decode []string) {
 func runFleet(ctx context.Context, c SuiteConfig, k fleetKey, scenarios []Scenario) ([]ScenarioResult, error) {
 	pa, da := RealisticSimArgs(k.realistic)
 	f, err := StartFleet(ctx, FleetConfig{BinDir: c.BinDir, Engine: k.engine, PrefillArgs: pa, DecodeArgs: da,
-		GatewayArgs: c.GatewayArgs})
+		GatewayArgs: c.GatewayArgs, GatewayEnv: c.GatewayEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +203,7 @@ func runFleet(ctx context.Context, c SuiteConfig, k fleetKey, scenarios []Scenar
 			Phase:  Options{Concurrency: s.Concurrency, Requests: c.PhaseRequests, Duration: phase},
 			Warmup: Options{Concurrency: s.Concurrency, Requests: max(c.PhaseRequests/10, 1), Duration: c.Warmup},
 			Pairs:  c.Pairs,
+			Probe:  f.Probe(),
 		}
 		cmp, err := Compare(ctx, s.Name(), s.Stream, NewGateway(f.GatewayURL, wl, gwc), direct, opts)
 		gwc.CloseIdleConnections()

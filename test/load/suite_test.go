@@ -74,9 +74,15 @@ func TestEvaluateTargets(t *testing.T) {
 	assert.Equal(t, []string{"sglang non-streaming c=4: +0.300 ms"}, ts[0].Values)
 	assert.Equal(t, []string{"sglang streaming c=4: +0.500 ms"}, ts[4].Values)
 
-	r.Streams = &load.HoldResult{Requested: 9850, Opened: 9850, StillOpen: 9850}
+	r.Streams = &load.HoldResult{Requested: 10000, Opened: 9000, StillOpen: 9000}
 	ts = load.EvaluateTargets(r)
-	assert.Equal(t, "MISSED", ts[5].Status(), "9,850 < 10,000")
+	assert.Equal(t, "MISSED", ts[5].Status(), "9,000 of 10,000 requested")
+	r.Streams = &load.HoldResult{Requested: 9850, Opened: 9850, StillOpen: 9850}
+	r.StreamsLimit = 20000
+	ts = load.EvaluateTargets(r)
+	assert.Equal(t, "CAPPED", ts[5].Status(), "all 9,850 the open-file limit allows")
+	r.Streams = &load.HoldResult{Requested: 10000, Opened: 10000, StillOpen: 10000}
+	assert.Equal(t, "MET", load.EvaluateTargets(r)[5].Status())
 	var out bytes.Buffer
 	load.WriteTargets(&out, ts)
 	assert.Regexp(t, `MISSED +zero-latency sims, c=32: gateway throughput ≥ 0.75× direct +sglang non-streaming c=32: 0.700×`, out.String())

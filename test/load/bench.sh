@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench.sh — what `make bench` runs (issue #10; docs/benchmarks.md):
+#   1. the hot-path Go micro-benchmarks with -benchmem (body patching, room minting, pair
+#      selection with pairing, every policy, the dispatch handler and its SSE relay, one
+#      engine leg), bounded by -benchtime and -timeout;
+#   2. smg-bench suite: gateway vs direct client, alternating A/B phases, on SGLang and vLLM
+#      NIXL fleets of smg-sim engines (zero latency and realistic latency, non-streaming and
+#      streaming), then open SSE streams held through one gateway; every phase is bounded
+#      by a request count and a time limit, every target is 127.0.0.1.
+# Environment: GO (default go), BIN (default bin), BENCH_ARGS (extra `smg-bench suite`
+# flags, e.g. "--pairs 3 --only sglang"), BENCH_SKIP_MICRO=1 to skip step 1.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+BIN=${BIN:-bin}
+
+start=$(date +%s)
+echo "== build"
+$GO build -o "$BIN/smg" ./cmd/smg
+$GO build -o "$BIN/smg-sim" ./cmd/smg-sim
+$GO build -o "$BIN/smg-bench" ./cmd/smg-bench
+
+# The open-streams run needs two descriptors per stream in the gateway: use the hard limit.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), open files $(ulimit -n)"
+
+if [[ "${BENCH_SKIP_MICRO:-}" != "1" ]]; then
+	echo "== micro-benchmarks"
+	$GO test -run '^$' -bench . -benchmem -benchtime 200ms -timeout 5m \
+		./domain/jsonbody ./domain/handoff ./domain/policy ./app/selection ./app/dispatch \
+		./adapters/engine/httpengine
+fi
+
+echo "== load comparison (smg-bench suite)"
+# shellcheck disable=SC2086
+"$BIN/smg-bench" suite --bin "$BIN" ${BENCH_ARGS:-}
+echo "== bench.sh took $(( $(date +%s) - start ))s"

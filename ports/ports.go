@@ -27,6 +27,10 @@ type WorkerStore interface {
 	Add(w *worker.Live) error
 	// Remove unregisters the worker with id and returns it; ErrNotFound if unknown.
 	Remove(id string) (*worker.Live, error)
+	// Replace swaps the registered worker old for nw (same ID and URL) in one step, keeping
+	// its place in registration order; subscribers see "removed" then "added". ErrNotFound
+	// when old is no longer the registered worker for its ID.
+	Replace(old, nw *worker.Live) error
 	// Get returns the worker with id; ErrNotFound if unknown.
 	Get(id string) (*worker.Live, error)
 	// GetByURL returns the worker registered at url; ErrNotFound if unknown.

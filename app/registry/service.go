@@ -234,12 +234,9 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 	if !s.current(l) {
 		return
 	}
-	if _, err := s.store.Remove(l.ID); err != nil {
-		return
-	}
 	nl := worker.NewLive(detected, worker.StatusReady)
-	if err := s.store.Add(nl); err != nil {
-		s.log.Error("re-adding detected worker failed", "worker", l.URL, "worker_id", l.ID, "error", err.Error())
+	if err := s.store.Replace(l, nl); err != nil {
+		s.log.Error("swapping in the detected worker failed", "worker", l.URL, "worker_id", l.ID, "error", err.Error())
 		return
 	}
 	s.log.Info("worker ready", "worker", nl.URL, "worker_id", nl.ID, "worker_type", string(nl.Role),

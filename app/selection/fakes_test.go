@@ -53,6 +53,24 @@ func (s *fakeStore) Remove(id string) (*worker.Live, error) {
 	return gone, nil
 }
 
+func (s *fakeStore) Replace(old, nw *worker.Live) error {
+	s.mu.Lock()
+	found := false
+	for i, w := range s.order {
+		if w == old {
+			s.order[i], found = nw, true
+		}
+	}
+	subs := s.subs
+	s.mu.Unlock()
+	if !found {
+		return ports.ErrNotFound
+	}
+	emit(subs, ports.WorkerEvent{Kind: "removed", Worker: old})
+	emit(subs, ports.WorkerEvent{Kind: "added", Worker: nw})
+	return nil
+}
+
 func (s *fakeStore) Get(id string) (*worker.Live, error) {
 	for _, w := range s.List() {
 		if w.ID == id {

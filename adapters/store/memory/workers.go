@@ -109,6 +109,44 @@ func (s *Workers) Remove(id string) (*worker.Live, error) {
 	return w, nil
 }
 
+// Replace swaps the registered worker old for nw in one step, keeping its place in
+// registration order, so readers never see the worker missing. nw must have old's ID and
+// URL. Subscribers see "removed" (old) then "added" (nw). Errors: ports.ErrNotFound when old
+// is not the registered worker for its ID; a plain error when the ID or URL differ.
+func (s *Workers) Replace(old, nw *worker.Live) error {
+	if old == nil || nw == nil || old.ID != nw.ID || old.URL != nw.URL {
+		return fmt.Errorf("memory store: replace needs the same worker id and url")
+	}
+	s.notify.Lock()
+	defer s.notify.Unlock()
+
+	s.mu.Lock()
+	if s.byID[old.ID] != old {
+		s.mu.Unlock()
+		return ports.ErrNotFound
+	}
+	s.byID[nw.ID] = nw
+	s.byURL[nw.URL] = nw
+	order := make([]*worker.Live, len(s.order))
+	for i, x := range s.order {
+		if x == old {
+			x = nw
+		}
+		order[i] = x
+	}
+	s.order = order
+	s.rebuildRole(old.Role)
+	if nw.Role != old.Role {
+		s.rebuildRole(nw.Role)
+	}
+	subs := s.subs
+	s.mu.Unlock()
+
+	emit(subs, ports.WorkerEvent{Kind: ports.EventRemoved, Worker: old})
+	emit(subs, ports.WorkerEvent{Kind: ports.EventAdded, Worker: nw})
+	return nil
+}
+
 // Get returns the worker with id; ports.ErrNotFound if unknown.
 func (s *Workers) Get(id string) (*worker.Live, error) {
 	s.mu.RLock()

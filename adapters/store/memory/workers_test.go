@@ -186,3 +186,27 @@ func TestModuleProvidesWorkerStore(t *testing.T) {
 	require.NotNil(t, store)
 	assert.Empty(t, store.List())
 }
+
+func TestWorkersReplaceKeepsOrderAndNotifies(t *testing.T) {
+	t.Parallel()
+	s := memory.NewWorkers()
+	a := worker.NewLive(worker.Worker{ID: "a", URL: "http://a:1", Role: worker.RolePrefill}, worker.StatusPending)
+	b := worker.NewLive(worker.Worker{ID: "b", URL: "http://b:1", Role: worker.RolePrefill}, worker.StatusReady)
+	require.NoError(t, s.Add(a))
+	require.NoError(t, s.Add(b))
+	var kinds []string
+	s.Subscribe(func(ev ports.WorkerEvent) { kinds = append(kinds, ev.Kind+":"+ev.Worker.ID) })
+
+	a2 := worker.NewLive(worker.Worker{ID: "a", URL: "http://a:1", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM}, worker.StatusReady)
+	require.NoError(t, s.Replace(a, a2))
+	assert.Equal(t, []*worker.Live{a2, b}, s.List(), "a keeps its place")
+	assert.Equal(t, []*worker.Live{a2, b}, s.ByRole(worker.RolePrefill))
+	got, err := s.GetByURL("http://a:1")
+	require.NoError(t, err)
+	assert.Same(t, a2, got)
+	assert.Equal(t, []string{"removed:a", "added:a"}, kinds)
+
+	assert.ErrorIs(t, s.Replace(a, a2), ports.ErrNotFound, "a is no longer the registered worker")
+	other := worker.NewLive(worker.Worker{ID: "x", URL: "http://a:1"}, worker.StatusReady)
+	assert.Error(t, s.Replace(a2, other), "a different id is refused")
+}

@@ -4,16 +4,19 @@
 //
 // Redis-down behaviour (issue #8, "Redis unavailable"): every Redis call is bounded by a
 // short timeout (adapters/store/redis, 100 ms by default). A call that fails is served by
-// the in-memory adapter instead; FailureThreshold (default 3) consecutive failures mark
-// Redis down and log one ERROR (a lone slow call is absorbed without a switch). While
-// down, admission falls
-// back to per-instance counting (each instance admits up to the full window, as SMG does)
-// and sticky keys to the instance's own map. While down, calls go straight to memory (no
-// timeout paid per request) and one call per RetryInterval (default 1 s) probes Redis
-// again; the first success logs one WARN "recovered" and traffic returns to Redis. Every
-// call served by memory because of the outage is reported to OnFallback. Leases taken in
-// Redis before the outage expire there on their own within the lease TTL; leases taken in
-// memory during it stay in memory until released.
+// the in-memory adapter instead, with one exception: a slot claim that times out while Redis
+// is not yet marked down takes nothing and reports the window full (the admitter waits and
+// claims again, or sheds), so that a Redis slowed down by a burst cannot admit a window per
+// instance on top of the shared one (FallbackSlots.Claim). FailureThreshold (default 3)
+// consecutive failures mark Redis down and log one ERROR (a lone slow call is absorbed
+// without a switch). While down, admission falls back to per-instance counting (each
+// instance admits up to the full window, as SMG does) and sticky keys to the instance's own
+// map. While down, calls go straight to memory (no timeout paid per request) and one call
+// per RetryInterval (default 1 s) probes Redis again; the first success logs one WARN
+// "recovered" and traffic returns to Redis. Every call served by memory because of the
+// outage is reported to OnFallback. Leases taken in Redis before the outage expire there on
+// their own within the lease TTL; leases taken in memory during it stay in memory until
+// released.
 package store
 
 import (

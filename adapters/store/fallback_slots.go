@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/smg-go/smg/ports"
 )
@@ -27,8 +30,13 @@ func NewFallbackSlots(primary, secondary ports.SlotCounter, o FallbackOptions) *
 // Down reports whether Redis is currently marked down.
 func (f *FallbackSlots) Down() bool { return f.h.Down() }
 
-// Claim claims in Redis, or in memory when Redis is down or fails. Invalid arguments
-// (n < 1, window < 1) fail without touching Redis.
+// Claim claims in Redis, or in memory when Redis is down or fails. One exception keeps a
+// slow Redis from overshooting the shared window: a claim that times out while Redis is not
+// (yet) marked down takes nothing and returns ok=false with no error, as if the window were
+// full (not counted as a fallback; the timeout counts toward FailureThreshold, so a Redis
+// that stays silent is marked down after FailureThreshold such calls and memory takes
+// over). A connection error (refused, reset) falls back to memory at once. Invalid
+// arguments (n < 1, window < 1) fail without touching Redis.
 func (f *FallbackSlots) Claim(ctx context.Context, worker string, n, window int) (ports.Lease, bool, error) {
 	if n < 1 || window < 1 {
 		return f.secondary.Claim(ctx, worker, n, window) // the argument error
@@ -41,6 +49,14 @@ func (f *FallbackSlots) Claim(ctx context.Context, worker string, n, window int)
 		}
 		if !f.h.failed(ctx, "claim", err) {
 			return ports.Lease{}, false, err
+		}
+		if !f.h.Down() && slow(err) {
+			// Redis is slow, not gone (a timeout below the failure threshold). Granting the
+			// claim from memory would admit up to a full window on this instance on top of
+			// the shared one: in a 300-request burst over three instances that put up to 4×
+			// the window on the decode. Report the window as full instead: the admitter
+			// waits and claims again within --pd-admission-wait-secs, or sheds.
+			return ports.Lease{}, false, nil
 		}
 	}
 	f.h.fellBack("claim")
@@ -140,6 +156,15 @@ func (f *FallbackSlots) Wait(ctx context.Context, worker string) error {
 		return nil
 	}
 	return err
+}
+
+// slow reports whether err is a timeout (the call's deadline, a network read/write timeout,
+// or no free connection in the client's pool in time) rather than a refused or broken
+// connection.
+func slow(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, goredis.ErrPoolTimeout) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 var _ ports.SlotCounter = (*FallbackSlots)(nil)

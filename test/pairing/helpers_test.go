@@ -66,9 +66,10 @@ func register(t *testing.T, g *fleet.Gateway, s *sim.Server, extra map[string]an
 }
 
 // waitDetected waits until n workers are ready and each shows the engine version that
-// detection copies from the engine (the `version` label): a worker the health checker made
-// ready before the registry finished detecting it has no labels yet and is about to be
-// replaced by its detected copy (see the report of this suite).
+// detection copies from the engine (the `version` label), so that the pairing keys the
+// suite asserts are the detected ones. (Before 8ea1327 the health checker could make a
+// worker ready before the registry had detected it; the first request then saw a decode
+// with an unknown runtime, "[?/?/?]" in the no_compatible_pd_pair message.)
 func waitDetected(t *testing.T, g *fleet.Gateway, n int) {
 	t.Helper()
 	g.WaitWorkers(t, n)

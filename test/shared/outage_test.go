@@ -31,8 +31,10 @@ const longTokens = 120
 // window by themselves (one probe per second).
 //
 // Two instances, a decode window of 4, a private redis-server:
-//  1. Redis up: A fills the window; a request through B is shed (B sees A's slots).
-//  2. Redis killed: A and B each admit a full window (8 running on the decode, no shed, no
+//  1. Redis up: A fills the window; a request through B is shed (B sees A's slots). Redis
+//     is killed while A's requests run: they still complete (their leases cannot be
+//     released in Redis, which is gone with them; nothing hangs).
+//  2. Redis down: A and B each admit a full window (8 running on the decode, no shed, no
 //     request slower than a hang guard); a 5th request through A is shed by A's own count.
 //  3. Redis restarted on the same port: A's requests claim slots in Redis again, and B sheds
 //     again while A holds the window.
@@ -87,11 +89,11 @@ func TestRedisOutageFallsBackToPerInstanceWindows(t *testing.T) {
 	running(outageWindow)
 	assert.Equal(t, outageWindow, inUse(slots, d.URL()), "A's slots are in Redis")
 	requireShed(t, probe(b), d.URL())
+	rs.kill()
 	requireOK(wait())
 	running(0)
 
-	// 2. Redis killed: per-instance windows.
-	rs.kill()
+	// 2. Redis down: per-instance windows.
 	d.Reset()
 	waitA, waitB := fill(a, outageWindow, "redis down A"), fill(b, outageWindow, "redis down B")
 	running(2 * outageWindow)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -30,6 +31,7 @@ func Module() fx.Option {
 			New,
 			func(m *Metrics) ports.PDMetrics { return m },
 			func(m *Metrics) ports.HealthMetrics { return m },
+			func(reg *prometheus.Registry) (policy.Observer, error) { return NewPolicyObserver(reg) },
 			mainPortRoutes,
 		),
 		fx.Invoke(serveOwnPort, followWorkers),

@@ -19,8 +19,9 @@ import (
 	"github.com/smg-go/smg/ports"
 )
 
-// PolicyOptions maps the policy tuning flags of config.Config onto policy.Options.
-func PolicyOptions(cfg config.Config, sticky policy.StickyStore) policy.Options {
+// PolicyOptions maps the policy tuning flags of config.Config onto policy.Options; obs (may be
+// nil) receives the policies' branch counts and tree sizes.
+func PolicyOptions(cfg config.Config, sticky policy.StickyStore, obs policy.Observer) policy.Options {
 	o := policy.DefaultOptions()
 	o.CacheThreshold = cfg.CacheThreshold
 	o.BalanceAbsThreshold = cfg.BalanceAbsThreshold
@@ -39,13 +40,14 @@ func PolicyOptions(cfg config.Config, sticky policy.StickyStore) policy.Options 
 	o.LeastLoadMeanPrefillTokens = cfg.LeastLoadMeanPrefillTokens
 	o.LeastLoadMaxWaitingRequests = cfg.LeastLoadMaxWaitingReqs
 	o.Sticky = sticky
+	o.Observer = obs
 	return o
 }
 
 // Policies builds the prefill and decode leg policies (one instance per leg, seed
 // "Per-Phase Policies"). Errors name the flag.
-func Policies(cfg config.Config, sticky policy.StickyStore) (prefill, decode policy.Policy, err error) {
-	o := PolicyOptions(cfg, sticky)
+func Policies(cfg config.Config, sticky policy.StickyStore, obs policy.Observer) (prefill, decode policy.Policy, err error) {
+	o := PolicyOptions(cfg, sticky, obs)
 	if prefill, err = policy.New(cfg.PrefillPolicyName(), policy.LegPrefill, o); err != nil {
 		return nil, nil, fmt.Errorf("--prefill-policy: %w", err)
 	}
@@ -64,6 +66,7 @@ type moduleIn struct {
 	Sticky    ports.StickyStore
 	Admission *admission.Admitter
 	Metrics   ports.PDMetrics `optional:"true"`
+	Observer  policy.Observer `optional:"true"`
 	Outcomes  OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger    `optional:"true"`
 }
@@ -92,10 +95,11 @@ func newModule(in moduleIn) (moduleOut, error) {
 	if err != nil {
 		return moduleOut{}, fmt.Errorf("--pd-pairing-mode: %w", err)
 	}
-	pp, dp, err := Policies(in.Config, in.Sticky)
+	pp, dp, err := Policies(in.Config, in.Sticky, in.Observer)
 	if err != nil {
 		return moduleOut{}, err
 	}
+	forgetRemovedWorkers(in.Store, pp, dp)
 	sel := selection.New(in.Store, mode, pp, dp, log)
 	if in.Metrics != nil {
 		sel.SetMetrics(in.Metrics)
@@ -122,6 +126,32 @@ func newModule(in moduleIn) (moduleOut, error) {
 		},
 	})
 	return moduleOut{Dispatcher: d, Selector: sel, Routes: d.Routes()}, nil
+}
+
+// forgetRemovedWorkers drops a worker's per-policy state (cache_aware tree tenancy, hash
+// rings, bucket and least_load bookkeeping) once it is unregistered. A worker swapped in
+// place (registry activation) keeps its URL registered and keeps its state.
+func forgetRemovedWorkers(store ports.WorkerStore, ps ...policy.Policy) {
+	var rm []policy.WorkerRemover
+	for _, p := range ps {
+		if r, ok := p.(policy.WorkerRemover); ok {
+			rm = append(rm, r)
+		}
+	}
+	if len(rm) == 0 {
+		return
+	}
+	store.Subscribe(func(ev ports.WorkerEvent) {
+		if ev.Kind != ports.EventRemoved || ev.Worker == nil {
+			return
+		}
+		if _, err := store.GetByURL(ev.Worker.URL); err == nil {
+			return
+		}
+		for _, r := range rm {
+			r.RemoveWorker(ev.Worker.URL)
+		}
+	})
 }
 
 // evictLoop calls Evict on the policies that keep a tree (cache_aware) every interval.

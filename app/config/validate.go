@@ -192,31 +192,14 @@ func policyFlag(legPolicy, legFlag string) string {
 }
 
 func (c Config) validatePolicyTuning() error {
-	switch {
-	case !finite(c.CacheThreshold) || c.CacheThreshold < 0 || c.CacheThreshold > 1:
-		return bad("--cache-threshold", "must be between 0 and 1 (got %g)", c.CacheThreshold)
-	case c.BalanceAbsThreshold < 0:
-		return bad("--balance-abs-threshold", "must be 0 or more (got %d)", c.BalanceAbsThreshold)
-	case !finite(c.BalanceRelThreshold) || c.BalanceRelThreshold < 1:
-		return bad("--balance-rel-threshold", "must be 1 or more (got %g)", c.BalanceRelThreshold)
-	case c.EvictionIntervalSecs <= 0:
-		return bad("--eviction-interval", "must be more than 0 seconds (got %d)", c.EvictionIntervalSecs)
-	case c.MaxTreeSize <= 0:
-		return bad("--max-tree-size", "must be more than 0 (got %d)", c.MaxTreeSize)
-	case c.PrefixTokenCount <= 0:
-		return bad("--prefix-token-count", "must be more than 0 (got %d)", c.PrefixTokenCount)
-	case !finite(c.PrefixHashLoadFactor) || c.PrefixHashLoadFactor < 1:
-		return bad("--prefix-hash-load-factor", "must be 1 or more (got %g)", c.PrefixHashLoadFactor)
-	case c.MaxIdleSecs <= 0:
-		return bad("--max-idle-secs", "must be more than 0 seconds (got %d)", c.MaxIdleSecs)
-	case !finite(c.LeastLoadKVPressureWeight) || c.LeastLoadKVPressureWeight < 0:
-		return bad("--least-load-kv-pressure-weight", "must be 0 or more (got %g)", c.LeastLoadKVPressureWeight)
-	case !finite(c.LeastLoadDefaultThroughput) || c.LeastLoadDefaultThroughput <= 0:
-		return bad("--least-load-default-throughput", "must be more than 0 tokens/s (got %g)", c.LeastLoadDefaultThroughput)
-	case c.LeastLoadMeanPrefillTokens < 1:
-		return bad("--least-load-mean-prefill-tokens", "must be 1 or more tokens (got %d)", c.LeastLoadMeanPrefillTokens)
-	case c.LeastLoadMaxWaitingReqs < 0:
-		return bad("--least-load-max-waiting-requests", "must be 0 (off) or more (got %d)", c.LeastLoadMaxWaitingReqs)
+	// The policy registry owns the ranges (domain/policy.Options.Validate); a violation is
+	// reported here under its flag.
+	if err := c.PolicyOptions().Validate(); err != nil {
+		var oe *policy.OptionError
+		if errors.As(err, &oe) {
+			return bad(oe.Flag, "%s", oe.Reason)
+		}
+		return err
 	}
 	for _, h := range c.RoutingKeyHeaders {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t:") {

@@ -19,35 +19,11 @@ import (
 	"github.com/smg-go/smg/ports"
 )
 
-// PolicyOptions maps the policy tuning flags of config.Config onto policy.Options; obs (may be
-// nil) receives the policies' branch counts and tree sizes.
-func PolicyOptions(cfg config.Config, sticky policy.StickyStore, obs policy.Observer) policy.Options {
-	o := policy.DefaultOptions()
-	o.CacheThreshold = cfg.CacheThreshold
-	o.BalanceAbsThreshold = cfg.BalanceAbsThreshold
-	o.BalanceRelThreshold = cfg.BalanceRelThreshold
-	if cfg.EvictionIntervalSecs > 0 {
-		o.EvictionInterval = time.Duration(cfg.EvictionIntervalSecs) * time.Second
-	}
-	o.MaxTreeSize = cfg.MaxTreeSize
-	o.PrefixTokenCount = cfg.PrefixTokenCount
-	o.PrefixHashLoadFactor = cfg.PrefixHashLoadFactor
-	if cfg.MaxIdleSecs > 0 {
-		o.MaxIdle = time.Duration(cfg.MaxIdleSecs) * time.Second
-	}
-	o.LeastLoadKVPressureWeight = cfg.LeastLoadKVPressureWeight
-	o.LeastLoadDefaultThroughput = cfg.LeastLoadDefaultThroughput
-	o.LeastLoadMeanPrefillTokens = cfg.LeastLoadMeanPrefillTokens
-	o.LeastLoadMaxWaitingRequests = cfg.LeastLoadMaxWaitingReqs
-	o.Sticky = sticky
-	o.Observer = obs
-	return o
-}
-
 // Policies builds the prefill and decode leg policies (one instance per leg, seed
 // "Per-Phase Policies"). Errors name the flag.
 func Policies(cfg config.Config, sticky policy.StickyStore, obs policy.Observer) (prefill, decode policy.Policy, err error) {
-	o := PolicyOptions(cfg, sticky, obs)
+	o := cfg.PolicyOptions()
+	o.Sticky, o.Observer = sticky, obs
 	if prefill, err = policy.New(cfg.PrefillPolicyName(), policy.LegPrefill, o); err != nil {
 		return nil, nil, fmt.Errorf("--prefill-policy: %w", err)
 	}

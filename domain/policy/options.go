@@ -144,12 +144,24 @@ func DefaultOptions() Options {
 // ErrInvalidOptions is wrapped by Validate's errors.
 var ErrInvalidOptions = errors.New("invalid policy option")
 
+// OptionError is Validate's error: the flag (or setting) at fault and why. It wraps
+// ErrInvalidOptions; its text is "invalid policy option: <flag> <reason>".
+type OptionError struct {
+	Flag, Reason string
+}
+
+// Error implements error.
+func (e *OptionError) Error() string { return ErrInvalidOptions.Error() + ": " + e.Flag + " " + e.Reason }
+
+// Unwrap returns ErrInvalidOptions.
+func (e *OptionError) Unwrap() error { return ErrInvalidOptions }
+
 // Validate checks every tuning value against the ranges in its field doc and returns the
 // first violation as one line naming the flag, e.g.
 // "invalid policy option: --cache-threshold must be between 0 and 1 (got 1.5)".
 func (o Options) Validate() error {
 	bad := func(flag, format string, args ...any) error {
-		return fmt.Errorf("%w: %s %s", ErrInvalidOptions, flag, fmt.Sprintf(format, args...))
+		return &OptionError{Flag: flag, Reason: fmt.Sprintf(format, args...)}
 	}
 	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 	switch {

@@ -242,7 +242,7 @@ func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (f
 
 // readBody reads the client body within --max-payload-size: 413 beyond it.
 func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.cfg.MaxPayloadSize))
+	b, err := readAllSized(http.MaxBytesReader(w, r.Body, d.cfg.MaxPayloadSize), min(r.ContentLength, d.cfg.MaxPayloadSize))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

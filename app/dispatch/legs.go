@@ -66,72 +66,94 @@ type legResult struct {
 	resp *ports.LegResponse
 	err  error
 	at   time.Time
+	// errBody is a non-2xx answer's body (at most errBodyLimit bytes), read before the
+	// other leg was cancelled.
+	errBody []byte
 }
+
+// failed reports a transport error or a non-2xx head.
+func (x *legResult) failed() bool { return x.err != nil || !ok2xx(x.resp.Status) }
 
 func ok2xx(s int) bool { return s >= 200 && s < 300 }
 
 // openParallel sends both SGLang legs at once and waits for both response heads (seed
 // "Parallel Dispatch"; smg-spec.md §2.6). The first leg to fail — transport error or
 // non-2xx head — ends the attempt and cancels the other leg at once, so no engine waits for
-// a peer that will never come. keepPrefill makes the prefill body be read completely before
-// returning (logprob merge); otherwise it is drained in the background.
+// a peer that will never come. The prefill leg runs on its own goroutine, the decode leg on
+// the caller's (one goroutine and one handoff less per request); a failing prefill cancels
+// the decode leg itself, so the caller never waits on a decode whose prefill is gone.
 func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs handoff.Legs,
 	p, dc *worker.Live, hdr http.Header) (*open, error) {
 	legCtx, cancel := context.WithCancel(ctx)
 	start := time.Now()
 	path := rq.Route.Path()
-	pch, dch := make(chan legResult, 1), make(chan legResult, 1)
+	pch := make(chan legResult, 1)
 	go func() {
 		r, err := d.engine.Send(legCtx, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
-		pch <- legResult{r, err, time.Now()}
+		x := legResult{resp: r, err: err, at: time.Now()}
+		if err == nil && !ok2xx(r.Status) {
+			x.errBody = readLimited(r.Body) // before cancelling: the body is the error message
+		}
+		if x.failed() {
+			cancel()
+		}
+		pch <- x
 	}()
-	go func() {
-		r, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: legs.Decode, Header: hdr})
-		dch <- legResult{r, err, time.Now()}
-	}()
+	dresp, derr := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: legs.Decode, Header: hdr})
 
-	var pr, dr *legResult
-	fail := func(e *errs.Error) (*open, error) {
+	// fail cancels both legs and closes whatever head arrived; prefill is the prefill's
+	// result when it was received, else it is closed when it arrives.
+	fail := func(e *errs.Error, prefill *legResult) (*open, error) {
 		cancel()
-		// Close whatever head arrived or arrives; the goroutines never block (buffered).
-		go closeLate(pr, pch)
-		go closeLate(dr, dch)
+		if dresp != nil {
+			_ = dresp.Body.Close()
+		}
+		if prefill != nil {
+			closeLate(prefill, nil)
+		} else {
+			go closeLate(nil, pch) // never blocks for long: the leg was cancelled
+		}
 		return nil, e
 	}
-	for pr == nil || dr == nil {
-		select {
-		case x := <-pch:
-			pr = &x
-			if x.err != nil {
-				if ctx.Err() == nil {
-					d.record(p, 0, x.err)
-				}
-				return fail(legTransportError("prefill", p, x.err, ctx))
+	prefillFailed := func(x *legResult) (*open, error) {
+		if x.err != nil {
+			if ctx.Err() == nil {
+				d.record(p, 0, x.err)
 			}
-			if !ok2xx(x.resp.Status) {
-				d.record(p, x.resp.Status, nil)
-				body := readLimited(x.resp.Body)
-				return fail(prefillError(x.resp.Status, body))
-			}
-			// A 2xx head's outcome is recorded when its body ends (drain, relay).
-		case x := <-dch:
-			dr = &x
-			if x.err != nil {
-				if ctx.Err() == nil {
-					d.record(dc, 0, x.err)
-				}
-				return fail(legTransportError("decode", dc, x.err, ctx))
-			}
-			if !ok2xx(x.resp.Status) {
-				d.record(dc, x.resp.Status, nil)
-				body := readLimited(x.resp.Body)
-				return fail(decodeError(x.resp.Status, body))
-			}
-		case <-ctx.Done():
-			return fail(contextError(ctx, "waiting for the prefill and decode response heads"))
+			return fail(legTransportError("prefill", p, x.err, ctx), x)
 		}
+		d.record(p, x.resp.Status, nil)
+		return fail(prefillError(x.resp.Status, x.errBody), x)
 	}
-	o := &open{prefill: p, decode: dc, decodeResp: dr.resp, prefillResp: pr.resp, start: start,
+	const waiting = "waiting for the prefill and decode response heads"
+	if derr != nil || !ok2xx(dresp.Status) {
+		switch {
+		case ctx.Err() != nil:
+			return fail(contextError(ctx, waiting), nil)
+		case derr != nil && legCtx.Err() != nil:
+			// Only a failing prefill cancels the legs while the request is live: its
+			// failure is the answer, and this leg's cancellation is not a decode fault.
+			x := <-pch
+			return prefillFailed(&x)
+		case derr != nil:
+			d.record(dc, 0, derr)
+			return fail(legTransportError("decode", dc, derr, ctx), nil)
+		}
+		d.record(dc, dresp.Status, nil)
+		body := readLimited(dresp.Body)
+		return fail(decodeError(dresp.Status, body), nil)
+	}
+	// The decode head is in (its outcome is recorded when its body ends); now the prefill's.
+	var pr legResult
+	select {
+	case pr = <-pch:
+		if pr.failed() {
+			return prefillFailed(&pr)
+		}
+	case <-ctx.Done():
+		return fail(contextError(ctx, waiting), nil)
+	}
+	o := &open{prefill: p, decode: dc, decodeResp: dresp, prefillResp: pr.resp, start: start,
 		prefillHead: pr.at, ctx: legCtx, prefillStatus: pr.resp.Status, cancel: cancel, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	return o, nil
 }

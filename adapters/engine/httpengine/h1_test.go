@@ -41,9 +41,7 @@ func newCountingServer(t *testing.T, h http.HandlerFunc) *countingServer {
 	return s
 }
 
-func live(url string) *worker.Live {
-	return worker.NewLive(worker.Worker{URL: url}, worker.StatusReady)
-}
+func live(url string) *worker.Live { return worker.NewLive(worker.Worker{URL: url}, worker.StatusReady) }
 
 // leg sends one leg and reads its whole body.
 func leg(t *testing.T, c *httpengine.Client, ctx context.Context, url, path, body string, h http.Header) (int, string) {

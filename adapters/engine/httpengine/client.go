@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/smg-go/smg/ports"
@@ -30,22 +29,13 @@ type Options struct {
 	InjectHeaders func(ctx context.Context, h http.Header)
 }
 
-// Client implements ports.EngineClient: legs to http:// engines take the fast path of
-// h1.go (the caller's goroutine writes the request and reads the answer on a pooled
-// keep-alive connection); https:// engines and unusual URLs go through net/http.
+// Client implements ports.EngineClient with net/http.
 type Client struct {
 	hc *http.Client
 	// tr is hc's transport. Legs go to it directly: http.Client.Do would clone the headers
 	// and set up body rewinding for redirects on every call, and a PD leg never follows one.
 	tr     *http.Transport
 	inject func(ctx context.Context, h http.Header)
-
-	// The fast path: one hostPool per engine base URL (string -> *hostPool).
-	pools       sync.Map
-	dialer      *net.Dialer
-	idleTimeout time.Duration
-	maxIdle     int
-	firstByte   time.Duration
 }
 
 // jsonContentType is the Content-Type of every leg; shared read-only (the transport only
@@ -76,11 +66,10 @@ func New(o Options) *Client {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, tr: tr, inject: o.InjectHeaders, dialer: d,
-		idleTimeout: o.IdleConnTimeout, maxIdle: o.MaxIdleConnsPerHost, firstByte: o.FirstByteTimeout}
+	return &Client{hc: &http.Client{Transport: tr}, tr: tr, inject: o.InjectHeaders}
 }
 
-// HTTPClient exposes the net/http client (for probes; its pool is not the legs' pool).
+// HTTPClient exposes the underlying client (for probes that should share the pool).
 func (c *Client) HTTPClient() *http.Client { return c.hc }
 
 // Send POSTs req.Body to req.Worker.BaseURL()+req.Path and returns when the response head
@@ -90,23 +79,7 @@ func (c *Client) HTTPClient() *http.Client { return c.hc }
 // returned as it is. Cancelling ctx later aborts reading the body, which closes the
 // connection so the engine sees the leg abort.
 func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResponse, error) {
-	base := req.Worker.BaseURL()
-	if p := c.poolFor(base); p != nil {
-		hdr := req.Header
-		if c.inject != nil {
-			hdr = make(http.Header, len(req.Header)+2)
-			for k, vs := range req.Header {
-				hdr[k] = vs
-			}
-			c.inject(ctx, hdr)
-		}
-		resp, err := p.send(ctx, req.Path, hdr, req.Body)
-		if err != nil {
-			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: err}
-		}
-		return &ports.LegResponse{Status: resp.StatusCode, Header: resp.Header, Body: resp.Body}, nil
-	}
-	u := base + req.Path
+	u := req.Worker.BaseURL() + req.Path
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(req.Body))
 	if err != nil {
 		return nil, fmt.Errorf("build request to %s: %w", u, err)
@@ -127,10 +100,4 @@ func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResp
 }
 
 // CloseIdle closes idle pooled connections (on shutdown).
-func (c *Client) CloseIdle() {
-	c.hc.CloseIdleConnections()
-	c.pools.Range(func(_, p any) bool {
-		p.(*hostPool).closeIdle()
-		return true
-	})
-}
+func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }

@@ -140,39 +140,46 @@ func (a *Admitter) Admit(ctx context.Context, decode *worker.Live, n int) (relea
 }
 
 // hold renews lease every TTL/3 until the returned release func runs, which stops the
-// renewer and releases the lease.
+// renewals and releases the lease. Renewals run on a timer (time.AfterFunc), not on a
+// goroutine per held lease, so an open stream costs no goroutine here.
 func (a *Admitter) hold(ctx context.Context, lease ports.Lease) func() {
 	detached := context.WithoutCancel(ctx)
-	stop, done := make(chan struct{}), make(chan struct{})
 	every := max(lease.TTL/3, time.Millisecond)
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			rctx, cancel := context.WithTimeout(detached, min(every, a.o.ReleaseTimeout))
-			err := a.slots.Renew(rctx, lease)
-			cancel()
-			if errors.Is(err, ports.ErrLeaseLost) {
-				a.o.Logger.Warn("admission: slot lease lost while the decode leg runs (not renewed in time)",
-					"worker", lease.Worker, "slots", lease.N, "lease_ttl", lease.TTL)
-				return
-			}
-			if err != nil {
-				a.o.Logger.Debug("admission: slot lease renewal failed", "worker", lease.Worker, "err", err)
-			}
+	var (
+		mu      sync.Mutex // held during a renewal, so release never races one
+		stopped bool
+		t       *time.Timer
+	)
+	var renew func()
+	renew = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
+		rctx, cancel := context.WithTimeout(detached, min(every, a.o.ReleaseTimeout))
+		err := a.slots.Renew(rctx, lease)
+		cancel()
+		if errors.Is(err, ports.ErrLeaseLost) {
+			a.o.Logger.Warn("admission: slot lease lost while the decode leg runs (not renewed in time)",
+				"worker", lease.Worker, "slots", lease.N, "lease_ttl", lease.TTL)
+			return
+		}
+		if err != nil {
+			a.o.Logger.Debug("admission: slot lease renewal failed", "worker", lease.Worker, "err", err)
+		}
+		t.Reset(every)
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, renew)
+	mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			close(stop)
-			<-done
+			mu.Lock()
+			stopped = true
+			t.Stop()
+			mu.Unlock()
 			rctx, cancel := context.WithTimeout(detached, a.o.ReleaseTimeout)
 			defer cancel()
 			if err := a.slots.Release(rctx, lease); err != nil {

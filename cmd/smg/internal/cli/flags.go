@@ -51,7 +51,7 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("decode")
 	fs.StringVar(&cfg.PairingMode, "pd-pairing-mode", cfg.PairingMode, "how strictly legs must share a KV transfer protocol: off, lenient or strict")
 	add("pd-pairing-mode")
-	fs.Var(&secsValue{d: &cfg.PDAdmissionWait}, "pd-admission-wait-secs", "gRPC: how long a dispatch waits for a free decode slot before it is shed (0 sheds at once)")
+	fs.Var(&secsValue{d: &cfg.PDAdmissionWait}, "pd-admission-wait-secs", "how long a dispatch waits for a free slot in the decode worker's running window (max_running_requests) before it is shed with 503 (0 sheds at once)")
 	add("pd-admission-wait-secs")
 
 	group = groupWorkers

@@ -75,10 +75,13 @@ func TestSGLangPrefill500AbortsTheDecode(t *testing.T) {
 			t.Parallel()
 			f := fleet.Start(t, fleet.Spec{Engine: sim.EngineSGLang, Prefills: 1, Decodes: 1, Gateway: noRetries})
 			body := apiGenerate.body("the prefill will fail", 4, stream)
-			body["sim_fault"] = []string{"prefill:slow-first-byte:200", "prefill:status:500"}
+			// The prefill holds its answer 400 ms, so the decode leg has surely reached its
+			// engine (and waits for the room) when the 500 arrives, even on a busy machine.
+			body["sim_fault"] = []string{"prefill:slow-first-byte:400", "prefill:status:500"}
 			r := f.Gateway.Post(t, apiGenerate.path, body, nil)
 			assert.Less(t, r.Elapsed, failFast, "hang guard")
 			assertPrefill500(t, r)
+			settled(t, f.Decodes[0], func(st sim.Stats) bool { return st.Aborted >= 1 })
 			waitIdle(t, f.Sims()...)
 			p, d := f.Prefills[0].Stats(), f.Decodes[0].Stats()
 			assert.Equal(t, int64(1), p.Errors, "the prefill answered 500")

@@ -6,11 +6,11 @@ package policies_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/smg-go/smg/test/fleet"
 )
 
 // smgBin is the gateway binary built by TestMain (cmd/smg), for the start-up tests.
@@ -19,21 +19,14 @@ var smgBin string
 // TestMain builds cmd/smg into a temporary directory, runs the tests, and fails the package
 // when a gateway, simulator or client goroutine outlives them.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "smg-policies-")
+	bin, cleanup, err := fleet.BuildSMG()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "temp dir:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	smgBin = filepath.Join(dir, "smg")
-	build := exec.Command("go", "build", "-o", smgBin, "github.com/smg-go/smg/cmd/smg")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "go build cmd/smg:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	smgBin = bin
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		_ = os.RemoveAll(dir)
+		cleanup()
 		os.Exit(code)
 	}))
 }

@@ -16,14 +16,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/smg-go/smg/adapters/store/redis"
 	"github.com/smg-go/smg/adapters/store/redis/redistest"
+	"github.com/smg-go/smg/test/fleet"
 )
 
 // smgBin is the gateway binary built by TestMain.
@@ -33,23 +32,16 @@ var smgBin string
 // from stderr (the outage test makes them noisy), runs the tests, stops a redis-server
 // redistest may have started, and fails the package on leaked goroutines.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "smg-shared-")
+	bin, cleanup, err := fleet.BuildSMG()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "temp dir:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	smgBin = filepath.Join(dir, "smg")
-	build := exec.Command("go", "build", "-o", smgBin, "github.com/smg-go/smg/cmd/smg")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "go build cmd/smg:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	smgBin = bin
 	redis.RouteLogs(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		redistest.Stop()
-		_ = os.RemoveAll(dir)
+		cleanup()
 		os.Exit(code)
 	}))
 }

@@ -66,6 +66,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		fx.Invoke(func(c *health.Checker, r *registry.Service) { c.HoldPending(r.Activating) }),
 		api.Module(),
 		store.Module(),
+		fx.Provide(func(reg *prometheus.Registry) (dispatch.RetryRecorder, error) {
+			return metrics.NewRetryMetrics(reg)
+		}),
 		fx.Provide(func(reg *prometheus.Registry) (store.FallbackCounter, error) {
 			return metrics.NewFallbackCounter(reg)
 		}),

@@ -51,6 +51,15 @@ type OutcomeRecorder interface {
 	Record(w *worker.Live, status int, err error)
 }
 
+// RetryRecorder records retries (smg_worker_retries_total, smg_worker_retry_backoff_seconds,
+// smg_worker_retries_exhausted_total). endpoint is "chat", "completions", "generate",
+// "messages", "responses" or "rerank"; attempt is the 1-based number of the attempt about to
+// run.
+type RetryRecorder interface {
+	Retry(endpoint string, attempt int, backoff time.Duration)
+	Exhausted(endpoint string)
+}
+
 // Deps are the Dispatcher's collaborators.
 type Deps struct {
 	Config   config.Config
@@ -63,6 +72,8 @@ type Deps struct {
 	Admission Admitter
 	// Outcomes may be nil (no circuit breakers).
 	Outcomes OutcomeRecorder
+	// Retries may be nil (retries not counted).
+	Retries RetryRecorder
 	// NeedsText reports whether a leg's policy reads the routing text (cache_aware, bucket).
 	NeedsText bool
 	Logger    *slog.Logger
@@ -79,6 +90,7 @@ type Dispatcher struct {
 	metrics   ports.PDMetrics
 	admit     Admitter
 	outcomes  OutcomeRecorder
+	retries   RetryRecorder
 	needsText bool
 	log       *slog.Logger
 	newUUID   func() string
@@ -96,7 +108,7 @@ func New(d Deps) *Dispatcher {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
-		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
+		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
 }
 
 // Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
@@ -158,9 +170,15 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		}
 		bo.Reset()
 		var last error
+		endpoint := endpointLabel(route)
+		exhausted := false
 		for i := 0; i < attempts; i++ {
 			if i > 0 {
-				t := time.NewTimer(bo.NextBackOff())
+				delay := bo.NextBackOff()
+				if d.retries != nil {
+					d.retries.Retry(endpoint, i+1, delay)
+				}
+				t := time.NewTimer(delay)
 				select {
 				case <-t.C:
 				case <-ctx.Done():
@@ -177,13 +195,38 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			if e, ok := errs.As(err); !ok || !e.Retryable || ctx.Err() != nil {
 				break
 			}
-			d.log.Info("PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
+			exhausted = i == attempts-1
+			if !exhausted {
+				d.log.Info("PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
+			}
+		}
+		if exhausted && d.retries != nil {
+			d.retries.Exhausted(endpoint)
 		}
 		if e, ok := errs.As(last); ok && e.Status == 499 {
 			return // the client is gone: nobody reads an answer
 		}
 		WriteError(w, last)
 	})
+}
+
+// endpointLabel is the `endpoint` metric label of a route (smg-spec.md §7.2).
+func endpointLabel(r handoff.Route) string {
+	switch r {
+	case handoff.RouteChat:
+		return "chat"
+	case handoff.RouteCompletions:
+		return "completions"
+	case handoff.RouteGenerate:
+		return "generate"
+	case handoff.RouteMessages:
+		return "messages"
+	case handoff.RouteResponses:
+		return "responses"
+	case handoff.RouteRerank:
+		return "rerank"
+	}
+	return "other"
 }
 
 // attempt runs one dispatch on a freshly selected pair. committed reports that the response

@@ -43,6 +43,7 @@ type moduleIn struct {
 	Admission *admission.Admitter
 	Metrics   ports.PDMetrics `optional:"true"`
 	Observer  policy.Observer `optional:"true"`
+	Retries   RetryRecorder   `optional:"true"`
 	Outcomes  OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger    `optional:"true"`
 }
@@ -87,7 +88,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 		InjectHeaders:    telemetry.InjectHeaders,
 	})
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: engine, Metrics: in.Metrics,
-		Admission: in.Admission, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
+		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{

@@ -107,6 +107,13 @@ func TestSGLangPrefill500IsRetriedThenAnswered(t *testing.T) {
 	p, d := f.Prefills[0].Stats(), f.Decodes[0].Stats()
 	assert.Equal(t, int64(f.Gateway.Config.RetryMaxRetries), p.Errors, "one prefill 500 per attempt")
 	assert.Zero(t, d.HandoffsReceived+d.UnmatchedRooms)
+	m := f.Gateway.Metrics(t)
+	for _, leg := range []string{"prefill", "decode"} {
+		assert.Equal(t, float64(f.Gateway.Config.RetryMaxRetries-1),
+			m.Sum("smg_worker_retries_total", "worker_type", leg, "endpoint", "generate"), "every retry re-selects both legs")
+		assert.Equal(t, 1.0, m.Sum("smg_worker_retries_exhausted_total", "worker_type", leg, "endpoint", "generate"))
+	}
+	assert.Equal(t, float64(f.Gateway.Config.RetryMaxRetries-1), m.Sum("smg_worker_retry_backoff_seconds_count"))
 }
 
 // settled waits (hang guard 5 s) until s runs nothing and cond holds on its counters. A leg

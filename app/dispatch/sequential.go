@@ -29,10 +29,19 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		return false, err
 	}
 	d.metrics.IncConnectorMode(plan.Mode)
-	// vLLM matches both legs by X-Request-Id: keep the client's, else mint one (engines.md §3.2).
+	// vLLM matches both legs by X-Request-Id: keep the client's, else mint one per attempt, so
+	// a retry on a new pair never reuses the failed attempt's id (engines.md §3.2).
 	if hdr.Get(wire.HeaderRequestID) == "" {
+		hdr = hdr.Clone()
 		hdr.Set(wire.HeaderRequestID, d.newUUID())
 	}
+	// Claim the decode slot before the prefill computes anything: a shed after the prefill
+	// would leave its KV held for nobody.
+	rel, err := d.admitDecode(ctx, dc, 1)
+	if err != nil {
+		return false, err
+	}
+	defer rel()
 	legCtx, cancel := context.WithCancel(ctx)
 	start := time.Now()
 	path := rq.Route.Path()
@@ -95,12 +104,6 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		"transfer_id", plan.TransferID, "outcome", outcome.String(),
 		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
 
-	rel, err := d.admitDecode(ctx, dc, 1)
-	if err != nil {
-		cancel()
-		return false, err
-	}
-	defer rel()
 	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
 	if err != nil {
 		cancel()

@@ -210,6 +210,23 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 	})
 }
 
+// avoidFailed makes a retry of preq prefer other workers than the one that caused a
+// retryable failure: the failing leg's worker, or both when the error names no leg.
+func avoidFailed(preq *policy.Request, err error, p, dc *worker.Live) {
+	e, ok := errs.As(err)
+	if !ok || !e.Retryable {
+		return
+	}
+	switch e.Leg {
+	case "prefill":
+		preq.Avoid = append(preq.Avoid, p.URL)
+	case "decode":
+		preq.Avoid = append(preq.Avoid, dc.URL)
+	default:
+		preq.Avoid = append(preq.Avoid, p.URL, dc.URL)
+	}
+}
+
 // endpointLabel is the `endpoint` metric label of a route (smg-spec.md §7.2).
 func endpointLabel(r handoff.Route) string {
 	switch r {
@@ -238,6 +255,7 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, err
 	}
 	defer release()
+	defer func() { avoidFailed(preq, err, p, dc) }()
 	if p.Runtime == worker.RuntimeVLLM {
 		return d.sequential(ctx, w, rq, p, dc, hdr)
 	}

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,7 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	if len(cands) == 0 {
 		return nil, nil, nil, s.noPair(sn, req.Model)
 	}
+	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
 	i, relP := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
 	if relP == nil {
@@ -71,6 +73,7 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 		relP()
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
+	decodes, _ = preferOthers(decodes, nil, req.Avoid)
 	j, relD := s.pick(&s.decodeMu, s.decodePolicy, decodes, req)
 	if relD == nil {
 		relP()
@@ -173,6 +176,30 @@ func policyFailed(pol policy.Policy, leg policy.Leg) *errs.Error {
 	e := errs.NoAvailableWorkers(string(leg))
 	e.Message = "Policy " + pol.Name() + " failed to select a " + string(leg) + " worker"
 	return e
+}
+
+// preferOthers drops the workers whose URL is in avoid (they failed this request already),
+// unless that would leave none: then every candidate stays, so a lone worker still gets the
+// retry. group, when not nil, is filtered in step with ls. Without avoid, ls is returned as
+// is (no allocation on the first attempt).
+func preferOthers(ls []*worker.Live, group []int, avoid []string) ([]*worker.Live, []int) {
+	if len(avoid) == 0 {
+		return ls, group
+	}
+	var keep []*worker.Live
+	var keepGroup []int
+	for k, l := range ls {
+		if !slices.Contains(avoid, l.URL) {
+			keep = append(keep, l)
+			if group != nil {
+				keepGroup = append(keepGroup, group[k])
+			}
+		}
+	}
+	if len(keep) == 0 {
+		return ls, group
+	}
+	return keep, keepGroup
 }
 
 func usable(l *worker.Live, model string) bool {

@@ -316,3 +316,26 @@ func TestPairingKey(t *testing.T) {
 	w.Labels["pairing_protocol"] = "shared-v1"
 	assert.Equal(t, "shared-v1", selection.PairingKey(w))
 }
+
+func TestSelectAvoidsWorkersThatFailedThisRequest(t *testing.T) {
+	t.Parallel()
+	_, sel, _ := newSel(t, pairing.ModeLenient,
+		vw("http://p1:8000", worker.RolePrefill, nixl, nil),
+		vw("http://p2:8000", worker.RolePrefill, nixl, nil),
+		vw("http://d1:8000", worker.RoleDecode, nixl, nil),
+		vw("http://d2:8000", worker.RoleDecode, nixl, nil),
+	)
+	for range 8 {
+		p, d, release, err := sel.Select(&policy.Request{Model: "m", Avoid: []string{"http://p1:8000", "http://d2:8000"}})
+		require.NoError(t, err)
+		assert.Equal(t, "http://p2:8000", p.URL, "the failed prefill is left out")
+		assert.Equal(t, "http://d1:8000", d.URL, "the failed decode is left out")
+		release()
+	}
+	// When every worker of a leg failed already, the retry still goes to one of them.
+	p, d, release, err := sel.Select(&policy.Request{Model: "m", Avoid: []string{"http://d1:8000", "http://d2:8000"}})
+	require.NoError(t, err)
+	assert.NotNil(t, p)
+	assert.Contains(t, []string{"http://d1:8000", "http://d2:8000"}, d.URL)
+	release()
+}

@@ -151,7 +151,9 @@ type OptionError struct {
 }
 
 // Error implements error.
-func (e *OptionError) Error() string { return ErrInvalidOptions.Error() + ": " + e.Flag + " " + e.Reason }
+func (e *OptionError) Error() string {
+	return ErrInvalidOptions.Error() + ": " + e.Flag + " " + e.Reason
+}
 
 // Unwrap returns ErrInvalidOptions.
 func (e *OptionError) Unwrap() error { return ErrInvalidOptions }

@@ -41,6 +41,10 @@ type Request struct {
 	Text string
 	// RoutingKey is the value of the first configured routing-key header (x-smg-routing-key), or "".
 	RoutingKey string
+	// Avoid lists the URLs of workers that already failed this request (a retry re-selects
+	// both legs). The pair selector leaves them out of the candidates as long as another
+	// worker of the same leg can serve; policies themselves need not look at it.
+	Avoid []string
 	// Tokens is the prompt length in tokens when the gateway knows it (token ids in the
 	// request), else 0. least_load credits it to the winner; bucket sizes the request by it.
 	Tokens int

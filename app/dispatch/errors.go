@@ -46,16 +46,6 @@ func WriteError(w http.ResponseWriter, err error) {
 	_, _ = w.Write(MarshalError(e))
 }
 
-// sseErrorEvent is the event sent when a stream fails after its head was committed: one
-// error event in the seed's shape, then the terminal [DONE] (smg-spec.md §6.5).
-func sseErrorEvent(e *errs.Error) []byte {
-	b := make([]byte, 0, 256)
-	b = append(b, "data: "...)
-	b = append(b, MarshalError(e)...)
-	b = append(b, "\n\ndata: [DONE]\n\n"...)
-	return b
-}
-
 // upstreamMessage extracts a readable message from an engine error body: error.message,
 // then top-level message, then detail (SGLang HTTPException), else the raw text
 // (smg-spec.md §2.8.4; engines.md §2.2, §3.4).

@@ -234,17 +234,18 @@ func DataEvent(payload []byte) []byte {
 
 // ErrorEvent builds the terminal event pair a stream ends with when a leg fails after the
 // response started (seed "Failures, Cancellation, and Streaming"; engines.md §3.4):
-// `data: {"error":{"message":...,"type":...,"code":...}}\n\n` followed by
-// `data: [DONE]\n\n`. Strings are JSON-escaped (smg-spec.md §11.2 T-HTTP-12).
+// `data: {"error":{"type":...,"code":...,"message":...,"param":null}}\n\n` — the gateway's
+// error body shape (smg-spec.md §6.1) — followed by `data: [DONE]\n\n`. Strings are
+// JSON-escaped (smg-spec.md §11.2 T-HTTP-12).
 func ErrorEvent(message, typ, code string) []byte {
-	out := make([]byte, 0, len(message)+len(typ)+len(code)+72)
-	out = append(out, `data: {"error":{"message":`...)
-	out = jsonbody.AppendString(out, message)
-	out = append(out, `,"type":`...)
+	out := make([]byte, 0, len(message)+len(typ)+len(code)+88)
+	out = append(out, `data: {"error":{"type":`...)
 	out = jsonbody.AppendString(out, typ)
 	out = append(out, `,"code":`...)
 	out = jsonbody.AppendString(out, code)
-	out = append(out, "}}\n\n"...)
+	out = append(out, `,"message":`...)
+	out = jsonbody.AppendString(out, message)
+	out = append(out, `,"param":null}}`+"\n\n"...)
 	return append(out, DoneEvent...)
 }
 

@@ -136,7 +136,7 @@ func TestErrorEvent(t *testing.T) {
 	t.Parallel()
 	// T-HTTP-12: upstream text with quotes is JSON-escaped, not pasted raw.
 	ev := handoff.ErrorEvent(`{"error":"boom \"quoted\""}`, "Internal Server Error", "decode_error")
-	assert.Equal(t, `data: {"error":{"message":"{\"error\":\"boom \\\"quoted\\\"\"}","type":"Internal Server Error","code":"decode_error"}}`+"\n\ndata: [DONE]\n\n", string(ev))
+	assert.Equal(t, `data: {"error":{"type":"Internal Server Error","code":"decode_error","message":"{\"error\":\"boom \\\"quoted\\\"\"}","param":null}}`+"\n\ndata: [DONE]\n\n", string(ev))
 
 	var sp handoff.EventSplitter
 	require.NoError(t, sp.Write(ev))
@@ -154,5 +154,5 @@ func TestErrorEvent(t *testing.T) {
 	assert.True(t, handoff.IsDoneEvent(second))
 
 	se := handoff.StreamError(&errs.Error{Status: 502, Code: "decode_request_failed", Message: "Decode transport error: EOF"})
-	assert.True(t, strings.HasPrefix(string(se), `data: {"error":{"message":"Decode transport error: EOF","type":"Bad Gateway","code":"decode_request_failed"}}`))
+	assert.True(t, strings.HasPrefix(string(se), `data: {"error":{"type":"Bad Gateway","code":"decode_request_failed","message":"Decode transport error: EOF","param":null}}`))
 }

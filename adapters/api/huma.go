@@ -5,6 +5,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -59,6 +60,14 @@ func init() {
 func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 	if status == http.StatusUnprocessableEntity {
 		status = http.StatusBadRequest
+	}
+	for _, err := range errs {
+		// A body cut off by the server's --max-payload-size (http.MaxBytesHandler) is the
+		// client's fault: 413, not huma's generic 500 "cannot read request body".
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
 	}
 	parts := []string{}
 	if msg != "" {

@@ -3,7 +3,9 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,6 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/adapters/api"
+	"github.com/smg-go/smg/adapters/store/memory"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -84,7 +90,7 @@ func TestWorkerAPIErrors(t *testing.T) {
 		{"unknown worker_type", http.MethodPost, "/workers", `{"url":"http://127.0.0.1:9","worker_type":"gpu"}`, 400,
 			`{"error":"Invalid value for field 'worker_type': unknown worker_type \"gpu\" (expected regular, prefill, decode or encode)","code":"BAD_REQUEST"}`},
 		{"duplicate URL", http.MethodPost, "/workers", `{"url":"` + e.srv.URL + `","worker_type":"prefill"}`, 409,
-			fmt.Sprintf(`{"error":"Worker already exists at URL '%s' with ID %s. Use PUT /workers/%s to replace or PATCH /workers/%s to update.","code":"WORKER_ALREADY_EXISTS"}`, e.srv.URL, id, id, id)},
+			fmt.Sprintf(`{"error":"Worker already exists at URL '%s' with ID %s. Use DELETE /workers/%s, then POST again, to replace it.","code":"WORKER_ALREADY_EXISTS"}`, e.srv.URL, id, id)},
 		{"invalid JSON", http.MethodPost, "/workers", `{"url": "http://127.0.0.1:9", "worker_type": `, 400,
 			`{"error":"Invalid JSON body: unexpected EOF","code":"BAD_REQUEST"}`},
 		{"not JSON at all", http.MethodPost, "/workers", `url=http://127.0.0.1:9`, 400,
@@ -172,4 +178,33 @@ func TestDeleteWorker(t *testing.T) {
 	}, waitFor, tick)
 	// The URL can be registered again.
 	register(t, srv.URL, `{"url":"`+e.srv.URL+`"}`)
+}
+
+// A POST /workers body cut off by the server's --max-payload-size is the client's fault:
+// 413 in the worker-API shape, not a 500.
+func TestAddWorkerBodyOverServerLimitIs413(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	h := api.NewHumaAPI(mux)
+	store := memory.NewWorkers()
+	api.Register(h, api.Deps{Registry: registry.New(store, config.Default(), nil, nil), Store: store, Config: config.Default()})
+	srv := httptest.NewServer(http.MaxBytesHandler(mux, 1000))
+	defer srv.Close()
+	body := `{"url":"http://127.0.0.1:9","labels":{"pad":"` + strings.Repeat("x", 5000) + `"}}`
+	resp, err := http.Post(srv.URL+"/workers", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", got)
+	assert.JSONEq(t, `{"error":"`+jsonMsg(t, got)+`","code":"REQUEST_ENTITY_TOO_LARGE"}`, string(got))
+}
+
+func jsonMsg(t *testing.T, b []byte) string {
+	t.Helper()
+	var v struct {
+		Error string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(b, &v))
+	require.NotEmpty(t, v.Error)
+	return v.Error
 }

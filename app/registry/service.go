@@ -180,7 +180,7 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 
 func alreadyExists(url, id string) *errs.Error {
 	return errs.New(409, wire.CodeWorkerAlreadyExists,
-		"Worker already exists at URL '%s' with ID %s. Use PUT /workers/%s to replace or PATCH /workers/%s to update.", url, id, id, id)
+		"Worker already exists at URL '%s' with ID %s. Use DELETE /workers/%s, then POST again, to replace it.", url, id, id)
 }
 
 // activate waits for the worker's first successful probe, detects it and stores the

@@ -272,11 +272,11 @@ func TestRegisterErrors(t *testing.T) {
 		msg    string
 	}{
 		{"duplicate URL", registry.Spec{URL: srv.URL, WorkerType: "decode"}, 409, "WORKER_ALREADY_EXISTS",
-			"Worker already exists at URL '" + srv.URL + "' with ID " + first.WorkerID + ". Use PUT /workers/" + first.WorkerID +
-				" to replace or PATCH /workers/" + first.WorkerID + " to update."},
+			"Worker already exists at URL '" + srv.URL + "' with ID " + first.WorkerID + ". Use DELETE /workers/" + first.WorkerID +
+				", then POST again, to replace it."},
 		{"duplicate URL with a trailing slash", registry.Spec{URL: srv.URL + "/"}, 409, "WORKER_ALREADY_EXISTS",
-			"Worker already exists at URL '" + srv.URL + "' with ID " + first.WorkerID + ". Use PUT /workers/" + first.WorkerID +
-				" to replace or PATCH /workers/" + first.WorkerID + " to update."},
+			"Worker already exists at URL '" + srv.URL + "' with ID " + first.WorkerID + ". Use DELETE /workers/" + first.WorkerID +
+				", then POST again, to replace it."},
 		{"malformed URL", registry.Spec{URL: "localhost:8000"}, 400, "BAD_REQUEST",
 			"Invalid value for field 'worker_url': localhost:8000 - URL must start with a lowercase http://, https://, grpc://, grpcs://, or ipc:// scheme"},
 		{"unknown worker_type", registry.Spec{URL: "http://127.0.0.1:9", WorkerType: "router"}, 400, "BAD_REQUEST",

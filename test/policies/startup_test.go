@@ -106,8 +106,9 @@ func TestLaunchAcceptsValidPolicySetups(t *testing.T) {
 			port := freePort(t)
 			ctx, cancel := context.WithTimeout(context.Background(), launchTimeout)
 			defer cancel()
+			// Metrics on the main port: parallel subtests must not race for 0.0.0.0:29000.
 			args := append([]string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-				"--log-level", "error"}, tc.args...)
+				"--prometheus-port", "0", "--log-level", "error"}, tc.args...)
 			cmd := exec.CommandContext(ctx, smgBin, args...)
 			cmd.Env = cleanEnv()
 			var stderr bytes.Buffer

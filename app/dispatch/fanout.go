@@ -60,7 +60,6 @@ func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *hand
 				if err != nil {
 					return err
 				}
-				o.forceJSON = true
 				opens[i] = o
 				return nil
 			}()

@@ -177,10 +177,10 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) error {
 	d.record(o.decode, o.decodeResp.Status, nil)
 	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
 	h := w.Header()
-	if o.prefillLogprobs != nil || o.forceJSON {
-		if o.prefillLogprobs != nil {
-			body, _ = handoff.MergeLogprobs(o.prefillLogprobs, body)
-		}
+	if o.prefillLogprobs != nil {
+		body, _ = handoff.MergeLogprobs(o.prefillLogprobs, body)
+	}
+	if o.forceJSON {
 		h.Set("Content-Type", "application/json")
 	} else {
 		copyResponseHeaders(h, o.decodeResp.Header)

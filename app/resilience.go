@@ -5,19 +5,35 @@ import (
 
 	"github.com/smg-go/smg/adapters/breaker"
 	"github.com/smg-go/smg/adapters/metrics"
+	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
 )
 
-// resilienceModule wires the per-worker circuit breakers (issue #9): the breaker Set follows
-// the worker store, reports to the Prometheus breaker series and records the dispatcher's
-// leg outcomes (dispatch.OutcomeRecorder).
+// resilienceModule wires the per-worker circuit breakers: the breaker Set follows the worker
+// store, reports to the Prometheus breaker series and records the dispatcher's leg outcomes
+// (dispatch.OutcomeRecorder).
 func resilienceModule() fx.Option {
 	return fx.Options(
 		breaker.Module(),
 		fx.Provide(
+			BreakerSettings,
 			metrics.NewBreakerMetrics,
 			func(m *metrics.BreakerMetrics) breaker.Metrics { return m },
 			func(s *breaker.Set) dispatch.OutcomeRecorder { return s },
 		),
 	)
+}
+
+// BreakerSettings maps the --cb-* flags onto the breaker adapter's Settings.
+// --cb-window-duration-secs is accepted by config but unused: the breaker counts
+// consecutive outcomes only (smg-spec.md §3.6).
+func BreakerSettings(cfg config.Config) breaker.Settings {
+	return breaker.Settings{
+		FailureThreshold:        cfg.CBFailureThreshold,
+		SuccessThreshold:        cfg.CBSuccessThreshold,
+		Timeout:                 cfg.CBTimeout,
+		Disabled:                cfg.DisableCircuitBreaker,
+		TimeoutFailureThreshold: cfg.CBTimeoutFailureThreshold,
+		MaxEjectionPercent:      cfg.CBMaxEjectionPercent,
+	}
 }

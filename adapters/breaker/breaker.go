@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
-
-	"github.com/smg-go/smg/app/config"
 )
 
 // State is a breaker state. The values are those of the smg_worker_cb_state gauge
@@ -65,20 +63,26 @@ type Settings struct {
 	// Disabled never opens a breaker (--disable-circuit-breaker: SMG sets the failure
 	// threshold to u32::MAX); outcomes are still counted.
 	Disabled bool
-}
-
-// SettingsFrom maps the --cb-* flags of cfg onto Settings. --cb-window-duration-secs is
-// accepted by config but unused: the breaker counts consecutive outcomes only (§3.6).
-func SettingsFrom(cfg config.Config) Settings {
-	return Settings{
-		FailureThreshold: cfg.CBFailureThreshold,
-		SuccessThreshold: cfg.CBSuccessThreshold,
-		Timeout:          cfg.CBTimeout,
-		Disabled:         cfg.DisableCircuitBreaker,
-	}
+	// TimeoutFailureThreshold is the number of Timeout outcomes since the last success that
+	// opens a closed breaker (--cb-timeout-failure-threshold, default 3): a hung worker costs
+	// a whole leg deadline per attempt. 0 takes FailureThreshold.
+	TimeoutFailureThreshold int
+	// MaxEjectionPercent caps the share of one role's workers (prefill, decode, regular)
+	// whose breakers a Set lets be open or half-open at once (--cb-max-ejection-percent,
+	// default 50; Envoy's max_ejection_percent). At least one worker of a role may always be
+	// ejected; 0 (or more than 100) means 100: no cap. Ignored by a Breaker built alone with
+	// New.
+	MaxEjectionPercent int
 }
 
 func (s Settings) normalized() Settings {
+	if s.TimeoutFailureThreshold <= 0 {
+		s.TimeoutFailureThreshold = s.FailureThreshold
+	}
+	s.TimeoutFailureThreshold = max(s.TimeoutFailureThreshold, 1)
+	if s.MaxEjectionPercent <= 0 || s.MaxEjectionPercent > 100 {
+		s.MaxEjectionPercent = 100
+	}
 	s.FailureThreshold = max(s.FailureThreshold, 1)
 	s.SuccessThreshold = max(s.SuccessThreshold, 1)
 	if s.Timeout <= 0 {
@@ -99,6 +103,11 @@ type Breaker struct {
 	// openUntil is when an open breaker may turn half-open (unix ns), read without a lock.
 	openUntil atomic.Int64
 	timeout   time.Duration
+	// timeouts counts Timeout outcomes since the last success or state change.
+	timeouts atomic.Int32
+	// pool is the ejection budget of the worker's role (nil: unlimited), set before the
+	// breaker is shared.
+	pool *pool
 }
 
 // New builds a closed breaker for the worker at url; m may be nil.
@@ -107,8 +116,13 @@ func New(url string, s Settings, m Metrics) *Breaker {
 	if m == nil {
 		m = nopMetrics{}
 	}
-	b := &Breaker{worker: url, m: m, timeout: s.Timeout}
-	failures, disabled := uint32(s.FailureThreshold), s.Disabled
+	return newBreaker(url, s, m, nil)
+}
+
+// newBreaker builds a closed breaker whose openings are granted by p (nil: always).
+func newBreaker(url string, s Settings, m Metrics, p *pool) *Breaker {
+	b := &Breaker{worker: url, m: m, timeout: s.Timeout, pool: p}
+	failures, timeouts, disabled := uint32(s.FailureThreshold), int32(s.TimeoutFailureThreshold), s.Disabled
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name: url,
 		// MaxRequests is gobreaker's half-open budget: that many consecutive successes close
@@ -117,7 +131,10 @@ func New(url string, s Settings, m Metrics) *Breaker {
 		Interval:    0, // never clear the closed-state counts: consecutive counting only
 		Timeout:     s.Timeout,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return !disabled && c.ConsecutiveFailures >= failures
+			if disabled || (c.ConsecutiveFailures < failures && b.timeouts.Load() < timeouts) {
+				return false
+			}
+			return b.pool.reserve(b)
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) { b.changed(fromGo(from), fromGo(to)) },
 	})
@@ -127,6 +144,10 @@ func New(url string, s Settings, m Metrics) *Breaker {
 
 // changed runs under the gobreaker mutex on every transition.
 func (b *Breaker) changed(from, to State) {
+	b.timeouts.Store(0)
+	if to == StateClosed {
+		b.pool.release(b)
+	}
 	if to == StateOpen {
 		b.openUntil.Store(time.Now().Add(b.timeout).UnixNano())
 	}
@@ -168,9 +189,14 @@ func (b *Breaker) Record(o Outcome) {
 	if err != nil {
 		return // open (or half-open budget spent): the outcome is late, not a probe
 	}
-	if o == Success {
+	switch o {
+	case Success:
+		b.timeouts.Store(0)
 		done(nil)
-	} else {
+	case Timeout:
+		b.timeouts.Add(1)
+		done(errFailure)
+	default:
 		done(errFailure)
 	}
 }

@@ -17,28 +17,17 @@ import (
 
 func TestModuleAttachesBreakersFromTheFlags(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
-	cfg.CBFailureThreshold = 2
 	var set *breaker.Set
 	var store ports.WorkerStore
-	app := fxtest.New(t, fx.Supply(cfg), memory.Module(), breaker.Module(), fx.Populate(&set, &store))
+	app := fxtest.New(t, fx.Supply(config.Default(), breaker.Settings{FailureThreshold: 2, MaxEjectionPercent: 100}),
+		memory.Module(), breaker.Module(), fx.Populate(&set, &store))
 	app.RequireStart()
 	defer app.RequireStop()
 
 	l := worker.NewLive(worker.Worker{ID: "d", URL: "http://127.0.0.1:21", Role: worker.RoleDecode}, worker.StatusReady)
 	require.NoError(t, store.Add(l))
 	set.Record(l, 500, nil)
-	assert.True(t, l.Available(), "--cb-failure-threshold 2: one failure keeps it closed")
+	assert.True(t, l.Available(), "failure threshold 2: one failure keeps it closed")
 	set.Record(l, 500, nil)
 	assert.False(t, l.Available())
-}
-
-func TestSettingsFrom(t *testing.T) {
-	t.Parallel()
-	cfg := config.Default()
-	s := breaker.SettingsFrom(cfg)
-	assert.Equal(t, breaker.Settings{FailureThreshold: 10, SuccessThreshold: 3, Timeout: cfg.CBTimeout}, s)
-	assert.Equal(t, "1m0s", s.Timeout.String())
-	cfg.DisableCircuitBreaker = true
-	assert.True(t, breaker.SettingsFrom(cfg).Disabled)
 }

@@ -15,8 +15,9 @@ type Set struct {
 	settings Settings
 	m        Metrics
 
-	mu   sync.RWMutex
-	byID map[string]*Breaker
+	mu    sync.RWMutex
+	byID  map[string]*Breaker
+	pools map[worker.Role]*pool // one ejection budget per role
 }
 
 // NewSet builds an empty Set; m may be nil (no metrics).
@@ -24,7 +25,17 @@ func NewSet(s Settings, m Metrics) *Set {
 	if m == nil {
 		m = nopMetrics{}
 	}
-	return &Set{settings: s.normalized(), m: m, byID: map[string]*Breaker{}}
+	return &Set{settings: s.normalized(), m: m, byID: map[string]*Breaker{}, pools: map[worker.Role]*pool{}}
+}
+
+// poolOf returns the ejection budget of role, creating it. Called with mu held.
+func (s *Set) poolOf(role worker.Role) *pool {
+	p, ok := s.pools[role]
+	if !ok {
+		p = newPool(s.settings.MaxEjectionPercent)
+		s.pools[role] = p
+	}
+	return p
 }
 
 // Attach installs the worker's breaker as its gate, creating a closed one when the worker
@@ -34,9 +45,12 @@ func (s *Set) Attach(l *worker.Live) *Breaker {
 	b, ok := s.byID[l.ID]
 	if !ok || b.worker != l.URL {
 		if ok {
+			b.pool.leave(b)
 			s.m.ForgetCB(b.worker)
 		}
-		b = New(l.URL, s.settings, s.m)
+		p := s.poolOf(l.Role)
+		p.join()
+		b = newBreaker(l.URL, s.settings, s.m, p)
 		s.byID[l.ID] = b
 	}
 	s.mu.Unlock()
@@ -51,6 +65,7 @@ func (s *Set) Forget(l *worker.Live) {
 	b, ok := s.byID[l.ID]
 	if ok {
 		delete(s.byID, l.ID)
+		b.pool.leave(b)
 	}
 	s.mu.Unlock()
 	if ok {

@@ -65,6 +65,15 @@ type Config struct {
 	CBTimeout             time.Duration // --cb-timeout-duration-secs, 60s
 	CBWindow              time.Duration // --cb-window-duration-secs, 120s (accepted, unused: smg-spec.md §3.6)
 	DisableCircuitBreaker bool          // --disable-circuit-breaker
+	// CBTimeoutFailureThreshold is how many consecutive unresponsive-leg failures (a leg
+	// deadline passed, or the peer engine reported the KV handoff timed out waiting for this
+	// worker) open a breaker: --cb-timeout-failure-threshold, 3. A hung worker costs a whole
+	// deadline per attempt, so it must leave rotation sooner than one that fails fast.
+	CBTimeoutFailureThreshold int
+	// CBMaxEjectionPercent caps the share of one leg's pool (prefill, decode) whose breakers
+	// may be open or half-open at once: --cb-max-ejection-percent, 50 (Envoy's
+	// max_ejection_percent; at least one worker of a leg may always be ejected).
+	CBMaxEjectionPercent int
 
 	// Health (smg-spec.md §8.3)
 	HealthFailureThreshold int           // --health-failure-threshold, 3
@@ -77,9 +86,19 @@ type Config struct {
 	DrainSettle            time.Duration // --drain-settle-secs, 5s: DELETE /workers keeps a ready worker draining this long before removal (smg-spec.md §3.4)
 
 	// Timeouts (smg-spec.md §8.4)
-	RequestTimeout      time.Duration // --request-timeout-secs, 1800s
-	ConnectTimeout      time.Duration // --connect-timeout-secs, 10s
-	FirstByteTimeout    time.Duration // --first-byte-timeout-secs, 0 = bounded by RequestTimeout only
+	RequestTimeout time.Duration // --request-timeout-secs, 1800s
+	ConnectTimeout time.Duration // --connect-timeout-secs, 10s
+	// PrefillTimeout bounds each attempt's prefill leg from its dispatch to its response head
+	// (SGLang, parallel) or its complete one-token answer (vLLM, sequential):
+	// --prefill-timeout-secs, 330 s; 0 = bounded by RequestTimeout only.
+	PrefillTimeout time.Duration
+	// FirstByteTimeout bounds a streaming decode leg from its dispatch to its first body
+	// byte: --first-byte-timeout-secs, 330 s; 0 = bounded by RequestTimeout only.
+	FirstByteTimeout time.Duration
+	// DecodeTimeout bounds a non-streaming decode leg from its dispatch to its response
+	// head, which engines send with the complete answer: --decode-timeout-secs, 600 s;
+	// 0 = bounded by RequestTimeout only.
+	DecodeTimeout       time.Duration
 	ShutdownGracePeriod time.Duration // --shutdown-grace-period-secs, 180s
 	MaxPayloadSize      int64         // --max-payload-size, 512 MiB
 
@@ -119,6 +138,8 @@ func Default() Config {
 		CBSuccessThreshold:         3,
 		CBTimeout:                  60 * time.Second,
 		CBWindow:                   120 * time.Second,
+		CBTimeoutFailureThreshold:  3,
+		CBMaxEjectionPercent:       50,
 		HealthFailureThreshold:     3,
 		HealthSuccessThreshold:     2,
 		HealthCheckTimeout:         5 * time.Second,
@@ -127,6 +148,9 @@ func Default() Config {
 		DrainSettle:                5 * time.Second,
 		RequestTimeout:             1800 * time.Second,
 		ConnectTimeout:             10 * time.Second,
+		PrefillTimeout:             330 * time.Second,
+		FirstByteTimeout:           330 * time.Second,
+		DecodeTimeout:              600 * time.Second,
 		ShutdownGracePeriod:        180 * time.Second,
 		MaxPayloadSize:             512 << 20,
 		PrometheusHost:             "0.0.0.0",

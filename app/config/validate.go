@@ -229,6 +229,10 @@ func (c Config) validateResilience() error {
 		return bad("--cb-timeout-duration-secs", "must be more than 0 seconds (got %s)", secs(c.CBTimeout))
 	case c.CBWindow <= 0:
 		return bad("--cb-window-duration-secs", "must be more than 0 seconds (got %s)", secs(c.CBWindow))
+	case c.CBTimeoutFailureThreshold < 1:
+		return bad("--cb-timeout-failure-threshold", "must be 1 or more (got %d)", c.CBTimeoutFailureThreshold)
+	case c.CBMaxEjectionPercent < 1 || c.CBMaxEjectionPercent > 100:
+		return bad("--cb-max-ejection-percent", "must be between 1 and 100 (got %d)", c.CBMaxEjectionPercent)
 	}
 	return nil
 }
@@ -259,6 +263,10 @@ func (c Config) validateTimeouts() error {
 		return bad("--connect-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.ConnectTimeout))
 	case c.FirstByteTimeout < 0:
 		return bad("--first-byte-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.FirstByteTimeout))
+	case c.PrefillTimeout < 0:
+		return bad("--prefill-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.PrefillTimeout))
+	case c.DecodeTimeout < 0:
+		return bad("--decode-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.DecodeTimeout))
 	case c.ShutdownGracePeriod < 0:
 		return bad("--shutdown-grace-period-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownGracePeriod))
 	case c.MaxPayloadSize <= 0:

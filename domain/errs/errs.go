@@ -80,3 +80,11 @@ var phrases = map[int]string{
 	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
 	503: "Service Unavailable", 504: "Gateway Timeout",
 }
+
+// ErrUnresponsive marks a leg outcome whose worker did not answer in time: the gateway's
+// leg deadline passed (--prefill-timeout-secs, --first-byte-timeout-secs,
+// --decode-timeout-secs), or the peer engine reported that the KV handoff timed out
+// waiting for this worker (SGLang's KVPoll timeouts, engines.md §2.4). Circuit breakers
+// count such outcomes against a lower threshold (--cb-timeout-failure-threshold): each one
+// costs a client a whole deadline.
+var ErrUnresponsive = errors.New("worker unresponsive")

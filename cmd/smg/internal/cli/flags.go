@@ -139,14 +139,22 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("cb-window-duration-secs")
 	fs.BoolVar(&cfg.DisableCircuitBreaker, "disable-circuit-breaker", cfg.DisableCircuitBreaker, "never open circuit breakers")
 	add("disable-circuit-breaker")
+	fs.IntVar(&cfg.CBTimeoutFailureThreshold, "cb-timeout-failure-threshold", cfg.CBTimeoutFailureThreshold, "consecutive unresponsive-leg failures (leg deadline passed, or the peer's KV handoff timed out waiting) that open a worker's breaker")
+	add("cb-timeout-failure-threshold")
+	fs.IntVar(&cfg.CBMaxEjectionPercent, "cb-max-ejection-percent", cfg.CBMaxEjectionPercent, "largest share of a leg's workers whose breakers may be open at once (1-100; at least one worker)")
+	add("cb-max-ejection-percent")
 
 	group = groupTimeouts
 	fs.Var(&secsValue{d: &cfg.RequestTimeout}, "request-timeout-secs", "whole-request deadline, both legs included")
 	add("request-timeout-secs")
 	fs.Var(&secsValue{d: &cfg.ConnectTimeout}, "connect-timeout-secs", "TCP connect timeout to workers")
 	add("connect-timeout-secs")
-	fs.Var(&secsValue{d: &cfg.FirstByteTimeout}, "first-byte-timeout-secs", "deadline for a leg's response head (0: only --request-timeout-secs)")
+	fs.Var(&secsValue{d: &cfg.PrefillTimeout}, "prefill-timeout-secs", "per attempt: prefill dispatch to its response head (SGLang) or whole one-token answer (vLLM); 0: only --request-timeout-secs")
+	add("prefill-timeout-secs")
+	fs.Var(&secsValue{d: &cfg.FirstByteTimeout}, "first-byte-timeout-secs", "per attempt: streaming decode dispatch to its first body byte (0: only --request-timeout-secs)")
 	add("first-byte-timeout-secs")
+	fs.Var(&secsValue{d: &cfg.DecodeTimeout}, "decode-timeout-secs", "per attempt: non-streaming decode dispatch to its answer (0: only --request-timeout-secs)")
+	add("decode-timeout-secs")
 	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "on SIGTERM, how long in-flight requests may finish")
 	add("shutdown-grace-period-secs")
 

@@ -170,6 +170,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		}
 		bo.Reset()
 		var last error
+		tr := &tries{}
 		endpoint := endpointLabel(route)
 		exhausted := false
 		for i := 0; i < attempts; i++ {
@@ -187,11 +188,26 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 					return
 				}
 			}
-			committed, err := d.attempt(ctx, w, rq, preq, hdr)
+			committed, err := d.attempt(ctx, w, rq, preq, hdr, tr)
 			if err == nil || committed {
 				return
 			}
+			if i > 0 && (isSelectionError(err) || errors.Is(err, errOnlyUnresponsive)) {
+				break // this request's own failures left no other worker: answer the last one
+			}
 			last = err
+			if f := faultOf(err); f != nil {
+				tr.failed(f)
+				if !tr.ledger.admit(f) {
+					// The same failure on a second worker of the leg: the request's, not the
+					// workers'. Counted on neither that worker nor another, and not retried.
+					f.recorded.Store(true)
+					d.log.Warn("PD attempt failed the same way on a second worker; not retrying", "attempt", i+1,
+						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.URL, "worker_id", f.w.ID)
+					break
+				}
+				d.recordFault(f)
+			}
 			if e, ok := errs.As(err); !ok || !e.Retryable || ctx.Err() != nil {
 				break
 			}
@@ -208,6 +224,13 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		}
 		WriteError(w, last)
 	})
+}
+
+// isSelectionError reports an error of pair selection: no available worker on a leg, or no
+// compatible pair.
+func isSelectionError(err error) bool {
+	e, ok := errs.As(err)
+	return ok && (e.Code == wire.CodeNoAvailableWorkers || e.Code == wire.CodeNoCompatiblePDPair)
 }
 
 // avoidFailed makes a retry of preq prefer other workers than the one that caused a
@@ -247,14 +270,18 @@ func endpointLabel(r handoff.Route) string {
 }
 
 // attempt runs one dispatch on a freshly selected pair. committed reports that the response
-// head reached the client, after which no retry is possible.
+// head reached the client, after which no retry is possible. An uncommitted failure blamed
+// on one worker is a *legFault, recorded by the retry loop.
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
-	preq *policy.Request, hdr http.Header) (committed bool, err error) {
+	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
 	p, dc, release, err := d.sel.Select(preq)
 	if err != nil {
 		return false, err
 	}
 	defer release()
+	if tr.unresponsive(p) || tr.unresponsive(dc) {
+		return false, errOnlyUnresponsive
+	}
 	defer func() { avoidFailed(preq, err, p, dc) }()
 	if p.Runtime == worker.RuntimeVLLM {
 		return d.sequential(ctx, w, rq, p, dc, hdr)
@@ -273,17 +300,16 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	if err != nil {
 		return false, err
 	}
-	defer o.finish()
-	o.forceJSON = rq.Logprobs
-	d.startDrain(o, rq.Logprobs)
-	if rq.Stream {
-		d.relayStream(w, o)
-		return true, nil
+	defer func() { d.finish(o, committed) }()
+	return d.relay(w, o)
+}
+
+// relay answers the client from an open dispatch: a stream or a body.
+func (d *Dispatcher) relay(w http.ResponseWriter, o *open) (bool, error) {
+	if o.stream {
+		return d.relayStream(w, o)
 	}
-	if err := d.relayBody(w, o); err != nil {
-		return false, err
-	}
-	return true, nil
+	return d.relayBody(w, o)
 }
 
 // record reports a leg outcome to the OutcomeRecorder, if any.

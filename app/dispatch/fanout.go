@@ -20,7 +20,7 @@ import (
 // index order (issue #4 item 6; SGLang stalls the extra samples of one shared rendezvous).
 // The samples fail together: the first failure cancels every other leg.
 func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
-	preq *policy.Request, p0, d0 *worker.Live, hdr http.Header) (bool, error) {
+	preq *policy.Request, p0, d0 *worker.Live, hdr http.Header) (committed bool, err error) {
 	bodies, err := handoff.SplitSamples(rq)
 	if err != nil {
 		return false, err
@@ -77,7 +77,7 @@ func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *hand
 	defer func() {
 		for _, o := range opens {
 			if o != nil {
-				o.finish()
+				d.finish(o, committed)
 			}
 		}
 		for _, rel := range releases {
@@ -87,13 +87,17 @@ func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *hand
 	if first != nil {
 		for _, o := range opens {
 			if o != nil {
-				o.cancel()
+				o.cancel(nil)
 			}
 		}
 		return false, first
 	}
-	for _, o := range opens {
-		d.startDrain(o, rq.Logprobs)
+	if rq.Logprobs {
+		for _, o := range opens {
+			if f := o.awaitPrefill(); f != nil {
+				return false, f
+			}
+		}
 	}
 	if rq.Stream {
 		d.fanInStream(w, rq, opens, fcancel)
@@ -190,6 +194,8 @@ func (d *Dispatcher) fanInStream(w http.ResponseWriter, rq *handoff.Request, ope
 			for {
 				n, rerr := o.decodeResp.Body.Read(buf)
 				if n > 0 {
+					o.dtimer.stop()
+					o.decodeOut.Store(true)
 					if err := split.Write(buf[:n]); err != nil {
 						fail(handoff.StreamError(&errs.Error{Status: http.StatusBadGateway, Code: "decode_stream_failed", Message: err.Error()}))
 						return

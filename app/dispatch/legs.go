@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
@@ -17,193 +18,292 @@ import (
 // errBodyLimit bounds how much of an engine's error body is read for its message (bytes).
 const errBodyLimit = 64 << 10
 
-// open is one dispatch whose legs both answered with a 2xx head: the decode response is
-// ready to relay. The prefill body (parallel path) is drained by drain.
+// open is one dispatch whose decode leg answered with a 2xx head: the decode response is
+// ready to relay. On the parallel path the prefill leg runs on its own goroutine until its
+// body ends (runPrefill) and reports once on pdone.
 type open struct {
 	prefill, decode *worker.Live
 	decodeResp      *ports.LegResponse
-	// prefillResp is the parallel prefill response still to drain; nil on the sequential
-	// path (consumed already) and when the prefill leg was skipped.
-	prefillResp *ports.LegResponse
 	// prefillLogprobs are the prefill's meta_info.input_token_logprobs when the request asked
-	// for logprobs (read before relaying), else nil.
+	// for logprobs (set by awaitPrefill), else nil.
 	prefillLogprobs []byte
-	// start is when the prefill leg was dispatched (TTFT origin).
+	// start is when the legs were dispatched (TTFT origin).
 	start time.Time
-	// prefillHead is when the prefill head arrived (parallel path).
-	prefillHead time.Time
 	// ctx is the legs' context; once it is done the gateway has cancelled them (a failed
-	// leg, a gone client, the request timeout) and their ends record no outcome.
-	ctx context.Context
-	// prefillStatus is the prefill's 2xx head status, recorded when its body ends.
-	prefillStatus int
-	// cancel aborts both legs.
-	cancel context.CancelFunc
-	// drained is closed when the background prefill drain ends (nil when none runs).
-	drained chan struct{}
-	model   string
-	runtime string
+	// leg, a gone client, the request timeout) and their ends record no outcome. A leg that
+	// fails cancels it with its *legFault as the cause.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// reqCtx is the request's context (the client and --request-timeout-secs).
+	reqCtx context.Context
+	// pdone delivers the parallel prefill's result once; nil on the sequential path.
+	pdone   chan prefillResult
+	pResult *prefillResult
+	// prefillDone is set once the prefill's body ended well (always on the sequential path);
+	// decodeOut once the decode produced output (its first body byte when streaming, its
+	// head otherwise). Each leg reads the other's to decide whom a KV failure blames.
+	prefillDone atomic.Bool
+	decodeOut   atomic.Bool
+	// dtimer is the decode's first-output deadline, stopped at its first output.
+	dtimer         legTimer
+	stream         bool
+	model, runtime string
 	// route is the request's API; it decides how a stream ends (streamEndsWithDone).
 	route handoff.Route
 	// forceJSON answers a non-streaming body as application/json whatever the engine said
 	// (the request asked for logprobs).
 	forceJSON bool
+	// keep reads the prefill body for its logprobs before the decode output is relayed.
+	keep bool
 }
 
-// finish waits for the prefill drain (it must finish before the legs' context ends, or the
-// KV transfer would be aborted), then releases the legs. Safe to call more than once.
-func (o *open) finish() {
-	if o.drained != nil {
-		<-o.drained
+// prefillResult is how a parallel prefill leg ended: fault when it failed (it also
+// cancelled the legs with it), logprobs when they were kept.
+type prefillResult struct {
+	fault    *legFault
+	logprobs []byte
+}
+
+// awaitPrefill waits for the parallel prefill leg to end (at once on the sequential path)
+// and returns its fault, if any. It keeps the prefill's logprobs for the merge. Safe to call
+// more than once.
+func (o *open) awaitPrefill() *legFault {
+	if o.pdone == nil {
+		return nil
+	}
+	if o.pResult == nil {
+		r := <-o.pdone
+		o.pResult = &r
+		o.prefillLogprobs = r.logprobs
+	}
+	return o.pResult.fault
+}
+
+// finish waits for the prefill leg (its drain must end before the legs' context does, or
+// the KV transfer would be aborted), records a prefill fault that came after the response
+// was committed (an uncommitted attempt's fault is its error, recorded by the retry loop),
+// then releases the legs. Safe to call more than once.
+func (d *Dispatcher) finish(o *open, committed bool) {
+	if f := o.awaitPrefill(); f != nil && committed {
+		d.recordFault(f)
 	}
 	if o.decodeResp != nil {
 		_ = o.decodeResp.Body.Close()
 	}
-	o.cancel()
+	o.cancel(nil)
 }
-
-type legResult struct {
-	resp *ports.LegResponse
-	err  error
-	at   time.Time
-	// errBody is a non-2xx answer's body (at most errBodyLimit bytes), read before the
-	// other leg was cancelled.
-	errBody []byte
-}
-
-// failed reports a transport error or a non-2xx head.
-func (x *legResult) failed() bool { return x.err != nil || !ok2xx(x.resp.Status) }
 
 func ok2xx(s int) bool { return s >= 200 && s < 300 }
 
-// openParallel sends both SGLang legs at once and waits for both response heads (seed
-// "Parallel Dispatch"; smg-spec.md §2.6). The first leg to fail — transport error or
-// non-2xx head — ends the attempt and cancels the other leg at once, so no engine waits for
-// a peer that will never come. The prefill leg runs on its own goroutine, the decode leg on
-// the caller's (one goroutine and one handoff less per request); a failing prefill cancels
-// the decode leg itself, so the caller never waits on a decode whose prefill is gone.
+// openParallel sends both SGLang legs at once (seed "Parallel Dispatch"; smg-spec.md §2.6)
+// and returns once the decode leg's response head is a 2xx; the prefill leg goes on on its
+// own goroutine (runPrefill), which reads its body to the end and checks it. The first leg
+// to fail ends the attempt and cancels the other at once, with a *legFault naming the
+// culprit as the cause:
+//   - a prefill that sends no head within --prefill-timeout-secs (prefill_timeout);
+//   - a decode whose first output does not arrive within its deadline: its own fault once
+//     the prefill answered, the prefill's while the prefill had not;
+//   - a KV-handoff failure reported by one engine while the other had not answered blames
+//     the silent one (SGLang's KVTransferError; engines.md §2.4), never the reporter;
+//   - a prefill body that is not a valid engine response, or that ends early.
+//
+// Nothing waits for the prefill's head: a decode answer that is malformed fails at once.
 func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs handoff.Legs,
 	p, dc *worker.Live, hdr http.Header) (*open, error) {
-	legCtx, cancel := context.WithCancel(ctx)
-	start := time.Now()
+	legCtx, cancel := context.WithCancelCause(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx, pdone: make(chan prefillResult, 1),
+		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
-	pch := make(chan legResult, 1)
-	go func() {
-		r, err := d.engine.Send(legCtx, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
-		x := legResult{resp: r, err: err, at: time.Now()}
-		if err == nil && !ok2xx(r.Status) {
-			x.errBody = readLimited(r.Body) // before cancelling: the body is the error message
-		}
-		if x.failed() {
-			cancel()
-		}
-		pch <- x
-	}()
-	dresp, derr := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: legs.Decode, Header: hdr})
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault { return d.prefillTimeoutFault(p, "sent no response head") })
+	o.dtimer = d.decodeTimer(o)
+	go d.runPrefill(o, ptimer, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
 
-	// fail cancels both legs and closes whatever head arrived; prefill is the prefill's
-	// result when it was received, else it is closed when it arrives.
-	fail := func(e *errs.Error, prefill *legResult) (*open, error) {
-		cancel()
-		if dresp != nil {
-			_ = dresp.Body.Close()
-		}
-		if prefill != nil {
-			closeLate(prefill, nil)
-		} else {
-			go closeLate(nil, pch) // never blocks for long: the leg was cancelled
-		}
-		return nil, e
+	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: legs.Decode, Header: hdr})
+	if err != nil {
+		o.dtimer.stop()
+		return nil, d.attemptError(ctx, o, func() *legFault {
+			return &legFault{w: dc, cause: err, e: legTransportError("decode", dc, err, ctx)}
+		})
 	}
-	prefillFailed := func(x *legResult) (*open, error) {
-		if x.err != nil {
-			if ctx.Err() == nil {
-				d.record(p, 0, x.err)
+	if !ok2xx(resp.Status) {
+		body := readLimited(resp.Body)
+		o.dtimer.stop()
+		return nil, d.attemptError(ctx, o, func() *legFault {
+			if msg := upstreamMessage(body); handoff.IsKVTransferFailure(msg) && !o.prefillDone.Load() {
+				return kvPeerFault("prefill", p, msg)
 			}
-			return fail(legTransportError("prefill", p, x.err, ctx), x)
-		}
-		d.record(p, x.resp.Status, nil)
-		return fail(prefillError(x.resp.Status, x.errBody), x)
+			return &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
+		})
 	}
-	const waiting = "waiting for the prefill and decode response heads"
-	if derr != nil || !ok2xx(dresp.Status) {
-		switch {
-		case ctx.Err() != nil:
-			return fail(contextError(ctx, waiting), nil)
-		case derr != nil && legCtx.Err() != nil:
-			// Only a failing prefill cancels the legs while the request is live: its
-			// failure is the answer, and this leg's cancellation is not a decode fault.
-			x := <-pch
-			return prefillFailed(&x)
-		case derr != nil:
-			d.record(dc, 0, derr)
-			return fail(legTransportError("decode", dc, derr, ctx), nil)
-		}
-		d.record(dc, dresp.Status, nil)
-		body := readLimited(dresp.Body)
-		return fail(decodeError(dresp.Status, body), nil)
+	o.decodeResp = resp
+	if !rq.Stream {
+		o.dtimer.stop() // a non-streaming head comes with the answer
+		o.decodeOut.Store(true)
 	}
-	// The decode head is in (its outcome is recorded when its body ends); now the prefill's.
-	var pr legResult
-	select {
-	case pr = <-pch:
-		if pr.failed() {
-			return prefillFailed(&pr)
-		}
-	case <-ctx.Done():
-		return fail(contextError(ctx, waiting), nil)
-	}
-	o := &open{prefill: p, decode: dc, decodeResp: dresp, prefillResp: pr.resp, start: start,
-		prefillHead: pr.at, ctx: legCtx, prefillStatus: pr.resp.Status, cancel: cancel, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	return o, nil
 }
 
-// startDrain reads the prefill body to its end in the background — closing it early would
-// abort the KV transfer (seed "Failures, Cancellation, and Streaming") — and records the
-// prefill duration and the prefill worker's outcome when the drain ends. With keep, the body
-// is read now, before returning, and its input_token_logprobs kept for the merge.
-func (d *Dispatcher) startDrain(o *open, keep bool) {
-	if o.prefillResp == nil {
-		return
+// decodeTimer arms the decode leg's first-output deadline (--first-byte-timeout-secs for a
+// stream, --decode-timeout-secs otherwise). When it passes while the prefill has not
+// answered, the decode was waiting for the KV: the prefill is blamed.
+func (d *Dispatcher) decodeTimer(o *open) legTimer {
+	lim := d.cfg.DecodeTimeout
+	if o.stream {
+		lim = d.cfg.FirstByteTimeout
 	}
-	body := o.prefillResp.Body
-	o.prefillResp = nil
-	if keep {
-		b, err := io.ReadAll(io.LimitReader(body, d.cfg.MaxPayloadSize))
-		_ = body.Close()
-		d.legEnded(o, o.prefill, o.prefillStatus, err)
-		if err == nil {
-			if lp, ok := handoff.PrefillLogprobs(b); ok {
-				o.prefillLogprobs = lp
-			}
-		} else {
-			d.log.Warn("prefill body read failed; continuing without prefill logprobs", "prefill", o.prefill.URL, "err", err)
+	return startLegTimer(lim, o.cancel, func() *legFault {
+		if !o.prefillDone.Load() {
+			return d.prefillTimeoutFault(o.prefill, "had not answered while the decode waited "+secsText(lim)+" for its output")
 		}
-		d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
-		return
-	}
-	o.drained = make(chan struct{})
-	go func() {
-		defer close(o.drained)
-		_, err := io.Copy(io.Discard, body)
-		_ = body.Close()
-		d.legEnded(o, o.prefill, o.prefillStatus, err)
-		if err != nil {
-			d.log.Debug("prefill drain ended early", "prefill", o.prefill.URL, "err", err)
-		}
-		d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
-	}()
+		return d.decodeTimeoutFault(o.decode, o.stream)
+	})
 }
 
-// closeLate closes a leg response that already arrived (have) or that arrives later on ch.
-func closeLate(have *legResult, ch <-chan legResult) {
-	if have == nil {
-		x := <-ch
-		have = &x
+// attemptError is the error of an attempt that failed before anything reached the client:
+// the fault the legs were cancelled with when one leg failed first, the client's or the
+// request's end, else the fault fallback builds (the legs are cancelled with it). The
+// response being relayed, if any, is closed.
+func (d *Dispatcher) attemptError(ctx context.Context, o *open, fallback func() *legFault) error {
+	if o.decodeResp != nil {
+		_ = o.decodeResp.Body.Close()
 	}
-	if have.resp != nil {
-		_ = have.resp.Body.Close()
+	if f := causeFault(o.ctx); f != nil {
+		return f
 	}
+	if ctx.Err() != nil {
+		o.cancel(nil)
+		return contextError(ctx, "waiting for the prefill and decode legs")
+	}
+	f := fallback()
+	o.cancel(f)
+	return f
+}
+
+// runPrefill runs the parallel prefill leg to its end and reports on o.pdone: the head
+// within ptimer's deadline, then the whole body, checked (JSON, or SSE events each JSON or
+// [DONE]) — closing it early would abort the KV transfer (seed "Failures, Cancellation,
+// and Streaming"). A failure cancels the legs with its fault at once; a leg cancelled by
+// the other leg, the client or the request timeout reports nothing and records nothing.
+// A prefill that ends well records its status and duration.
+func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) {
+	var res prefillResult
+	defer func() { o.pdone <- res }()
+	p := o.prefill
+	fail := func(f *legFault) {
+		if o.ctx.Err() != nil {
+			return // cancelled first: this failure is a consequence
+		}
+		res.fault = f
+		o.cancel(f)
+	}
+	resp, err := d.engine.Send(o.ctx, req)
+	ptimer.stop()
+	if err != nil {
+		fail(&legFault{w: p, cause: err, e: legTransportError("prefill", p, err, o.ctx)})
+		if res.fault == nil {
+			res.fault = causeFault(o.ctx).own(p)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if !ok2xx(resp.Status) {
+		body := readLimited(resp.Body)
+		if msg := upstreamMessage(body); handoff.IsKVTransferFailure(msg) && !o.decodeOut.Load() {
+			fail(kvPeerFault("decode", o.decode, msg))
+			return
+		}
+		fail(&legFault{w: p, status: resp.Status, e: prefillError(resp.Status, body)})
+		return
+	}
+	kept, err := d.readPrefillBody(resp, o.route, o.keep)
+	if err != nil {
+		if errors.Is(err, errMalformed) {
+			fail(&legFault{w: p, cause: errMalformed, e: prefillInvalid(p, err)})
+		} else {
+			fail(&legFault{w: p, cause: err, e: prefillReadFailed(p, err)})
+		}
+		return
+	}
+	o.prefillDone.Store(true)
+	d.record(p, resp.Status, nil)
+	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
+	if kept != nil {
+		if lp, ok := handoff.PrefillLogprobs(kept); ok {
+			res.logprobs = lp
+		}
+	}
+}
+
+// own returns f when it blames w (the prefill's own deadline passed), else nil.
+func (f *legFault) own(w *worker.Live) *legFault {
+	if f != nil && f.w == w {
+		return f
+	}
+	return nil
+}
+
+// prefillCheckLimit bounds how much of a non-streaming prefill body is held to check that
+// it is JSON (bytes); a larger body is drained unchecked. Prefill answers carry one token
+// (plus input logprobs when asked), far below it.
+const prefillCheckLimit = 4 << 20
+
+// readPrefillBody reads a 2xx prefill body to its end and checks it: an SSE body's data
+// lines must be JSON or [DONE], and a stream of a route that ends with [DONE] must reach
+// it; a JSON body must parse. It returns the whole body when keep (logprobs), else nil, and
+// errMalformed (wrapped) or the read error.
+func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Route, keep bool) ([]byte, error) {
+	if isEventStream(resp.Header) {
+		var g handoff.LineGuard
+		var scan handoff.DoneScanner
+		var kept []byte
+		buf := getRelayBuf()
+		defer putRelayBuf(buf)
+		done := false
+		for {
+			n, err := resp.Body.Read(*buf)
+			if n > 0 {
+				chunk := (*buf)[:n]
+				if keep && len(kept) < int(d.cfg.MaxPayloadSize) {
+					kept = append(kept, chunk...)
+				}
+				if ferr := g.Feed(chunk, func([]byte) error { return nil }); ferr != nil {
+					return nil, fmt.Errorf("%w: %v", errMalformed, ferr)
+				}
+				if _, ok := scan.Feed(chunk); ok {
+					done = true
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				if !done && streamEndsWithDone(route) {
+					return nil, io.ErrUnexpectedEOF
+				}
+				return kept, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	limit := int64(prefillCheckLimit)
+	if keep {
+		limit = d.cfg.MaxPayloadSize
+	}
+	buf, err := readPooled(io.LimitReader(resp.Body, limit), limit, contentLength(resp.Header))
+	defer putBody(buf)
+	if err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) >= limit {
+		_, err := io.Copy(io.Discard, resp.Body) // too large to check: drain it
+		return nil, err
+	}
+	if e := checkJSONBody(resp.Header, buf.Bytes()); e != nil {
+		return nil, fmt.Errorf("%w: %d bytes", errMalformed, buf.Len())
+	}
+	if keep {
+		return append([]byte(nil), buf.Bytes()...), nil
+	}
+	return nil, nil
 }
 
 // readLimited reads up to errBodyLimit bytes of an error body and closes it.
@@ -216,7 +316,8 @@ func readLimited(rc io.ReadCloser) []byte {
 // legTransportError is the 502 for a leg that never produced a response head: refused,
 // reset, or timed out (seed "Error Codes": decode transport error answers 502
 // decode_request_failed; smg-spec.md §2.10.4 prefill_request_failed). When the client's own
-// context ended, the context error wins.
+// context ended, the context error wins. The message names the worker by id; the log keeps
+// its URL.
 func legTransportError(leg string, w *worker.Live, err error, ctx context.Context) *errs.Error {
 	if ctx.Err() != nil {
 		return contextError(ctx, "waiting for the "+leg+" leg")
@@ -226,7 +327,7 @@ func legTransportError(leg string, w *worker.Live, err error, ctx context.Contex
 		code = "prefill_request_failed"
 	}
 	return &errs.Error{Status: http.StatusBadGateway, Code: code, Leg: leg, Retryable: true,
-		Message: fmt.Sprintf("%s%s transport error (%s): %v", string(leg[0]-32), leg[1:], w.URL, err)}
+		Message: fmt.Sprintf("%s%s worker %s transport error: %s", string(leg[0]-32), leg[1:], w.ID, transportCause(err))}
 }
 
 // contextError maps an ended request context: the request timeout answers 504; a client

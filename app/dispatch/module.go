@@ -83,9 +83,10 @@ func newModule(in moduleIn) (moduleOut, error) {
 	}
 	in.Registry.SetPairingKey(selection.PairingKey)
 	engine := httpengine.New(httpengine.Options{
-		ConnectTimeout:   in.Config.ConnectTimeout,
-		FirstByteTimeout: in.Config.FirstByteTimeout,
-		InjectHeaders:    telemetry.InjectHeaders,
+		ConnectTimeout: in.Config.ConnectTimeout,
+		// Leg deadlines are the dispatcher's (per leg and per attempt, blaming the right
+		// worker), not the transport's: a non-streaming decode head comes with its answer.
+		InjectHeaders: telemetry.InjectHeaders,
 	})
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: engine, Metrics: in.Metrics,
 		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})

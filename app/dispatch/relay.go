@@ -20,108 +20,177 @@ import (
 // bufpool.go), so this size is most of the gateway's memory per open stream.
 const relayBufSize = 8 << 10
 
-// relayStream streams the decode SSE body to the client as it arrives (seed "HTTP streams
-// start on the response heads"). It stops after the line-anchored [DONE] event. A decode
-// stream that breaks, or that ends without [DONE] on a route terminated by it
-// (streamEndsWithDone), gets an error event followed by [DONE], never a silent truncation.
-// With prefill logprobs, each event carrying meta_info.input_token_logprobs is rewritten
-// with the prefill's in front.
-func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) {
-	h := w.Header()
-	copyResponseHeaders(h, o.decodeResp.Header)
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set(wire.HeaderRoutedWorker, o.decode.URL)
-	w.WriteHeader(o.decodeResp.Status)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
+// errStreamDone stops a LineGuard feed once the [DONE] event was written.
+var errStreamDone = errors.New("stream done")
 
+// relayStream streams the decode SSE body to the client as it arrives (seed "HTTP streams
+// start on the response heads"). Nothing is committed before the decode's first output:
+// a leg that fails before it — its deadline, a KV handoff failure the decode reports while
+// the prefill has not answered, the prefill failing — is an attempt error the caller may
+// retry on a new pair (committed false). With logprobs the prefill body is awaited before
+// the first write. After the first write every event is checked (handoff.LineGuard): a
+// garbled event is never relayed but ends the stream with a decode_invalid_response error
+// event; a stream that breaks, or that ends without [DONE] on a route terminated by it
+// (streamEndsWithDone), gets an error event naming the culprit followed by [DONE], never a
+// silent truncation. It stops after the line-anchored [DONE] event.
+func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool, err error) {
 	body := o.decodeResp.Body
 	bp := getRelayBuf()
 	defer putRelayBuf(bp)
 	buf := *bp
+	n, rerr := readSome(body, buf)
+	o.dtimer.stop()
+	if n == 0 {
+		return false, d.attemptError(o.reqCtx, o, func() *legFault {
+			if rerr == nil || errors.Is(rerr, io.EOF) {
+				rerr = io.ErrUnexpectedEOF
+			}
+			return &legFault{w: o.decode, cause: rerr, e: &errs.Error{Status: http.StatusBadGateway,
+				Code: wire.CodeDecodeStreamFailed, Leg: "decode", Retryable: true,
+				Message: "decode worker " + o.decode.ID + " stream ended before any output: " + transportCause(rerr)}}
+		})
+	}
+	var guard handoff.LineGuard
+	var pending []byte
+	ferr := guard.Feed(buf[:n], func(b []byte) error { pending = append(pending, b...); return nil })
+	if ferr == nil && guard.First != nil && !o.prefillDone.Load() {
+		if msg, ok := handoff.EngineErrorEvent(guard.First); ok && handoff.IsKVTransferFailure(msg) {
+			return false, d.attemptError(o.reqCtx, o, func() *legFault { return kvPeerFault("prefill", o.prefill, msg) })
+		}
+	}
+	o.decodeOut.Store(true)
+	if o.keep {
+		if f := o.awaitPrefill(); f != nil {
+			return false, d.attemptError(o.reqCtx, o, func() *legFault { return f })
+		}
+	}
+
+	h := w.Header()
+	copyResponseHeaders(h, o.decodeResp.Header)
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(wire.HeaderRoutedWorker, o.decode.ID)
+	w.WriteHeader(o.decodeResp.Status)
+	rc := http.NewResponseController(w)
+	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
+
 	var scan handoff.DoneScanner
 	var split *handoff.EventSplitter
 	if o.prefillLogprobs != nil {
 		split = &handoff.EventSplitter{}
 	}
-	fw := d.watchFirstByte(o)
-	defer fw.seen()
-	first := true
-	for {
-		n, rerr := body.Read(buf)
-		if n > 0 {
-			if first {
-				first = false
-				fw.seen()
-				d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
+	emit := func(b []byte) error {
+		end, done := scan.Feed(b)
+		var werr error
+		if split != nil {
+			werr = d.writeMerged(w, split, b[:end], o.prefillLogprobs)
+		} else {
+			_, werr = w.Write(b[:end])
+		}
+		if werr != nil {
+			return werr
+		}
+		if done {
+			return errStreamDone
+		}
+		return nil
+	}
+	// step writes what the guard let through and reports whether the relay is over.
+	step := func(werr error) bool {
+		switch {
+		case errors.Is(werr, errStreamDone):
+			_ = rc.Flush()
+			d.legEnded(o, o.decode, o.decodeResp.Status, nil)
+			return true
+		case errors.Is(werr, handoff.ErrMalformedEvent):
+			d.record(o.decode, 0, errMalformed)
+			d.log.Warn("decode streamed a malformed event", "decode", o.decode.URL, "decode_id", o.decode.ID)
+			o.cancel(nil)
+			d.streamFail(w, rc, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeInvalidResponse, Leg: "decode",
+				Message: "decode worker " + o.decode.ID + " streamed an event that is not valid JSON"})
+			return true
+		case werr != nil:
+			o.cancel(nil) // client gone: abort both legs
+			return true
+		}
+		if rc.Flush() != nil {
+			o.cancel(nil)
+			return true
+		}
+		return false
+	}
+	werr := emit(pending)
+	if werr == nil {
+		werr = ferr
+	}
+	if step(werr) {
+		return true, nil
+	}
+	if rerr == nil {
+		for {
+			n, rerr = body.Read(buf)
+			if n > 0 && step(guard.Feed(buf[:n], emit)) {
+				return true, nil
 			}
-			chunk := buf[:n]
-			end, done := scan.Feed(chunk)
-			chunk = chunk[:end]
-			var werr error
-			if split != nil {
-				werr = d.writeMerged(w, split, chunk, o.prefillLogprobs)
-			} else {
-				_, werr = w.Write(chunk)
-			}
-			if werr == nil {
-				werr = rc.Flush()
-			}
-			if werr != nil {
-				o.cancel() // client gone: abort both legs
-				return
-			}
-			if done {
-				d.legEnded(o, o.decode, o.decodeResp.Status, nil)
-				return
+			if rerr != nil {
+				break
 			}
 		}
-		if rerr != nil {
-			if split != nil {
-				if rest := split.Flush(); len(rest) > 0 {
-					_, _ = w.Write(rest)
-				}
-			}
-			if errors.Is(rerr, io.EOF) && !streamEndsWithDone(o.route) {
-				d.legEnded(o, o.decode, o.decodeResp.Status, nil)
-				_ = rc.Flush()
-				return // an Anthropic or Responses stream ends with its own terminal event
-			}
-			e := d.streamBroke(o, fw, rerr)
-			if e.Status == 499 {
-				return // the client is gone: nobody reads an error event
-			}
-			_, _ = w.Write(handoff.StreamError(e))
-			_ = rc.Flush()
-			return
+	}
+	if split != nil {
+		if rest := split.Flush(); len(rest) > 0 {
+			_, _ = w.Write(rest)
+		}
+	}
+	if errors.Is(rerr, io.EOF) && !guard.Pending() && !streamEndsWithDone(o.route) {
+		d.legEnded(o, o.decode, o.decodeResp.Status, nil)
+		_ = rc.Flush()
+		return true, nil // an Anthropic or Responses stream ends with its own terminal event
+	}
+	if e := d.streamBroke(o, rerr); e.Status != 499 {
+		d.streamFail(w, rc, e)
+	}
+	return true, nil
+}
+
+// readSome reads until it gets at least one byte or an error.
+func readSome(r io.Reader, buf []byte) (int, error) {
+	for {
+		n, err := r.Read(buf)
+		if n > 0 || err != nil {
+			return n, err
 		}
 	}
 }
 
-// streamBroke classifies a decode stream that ended without its terminal event, records the
-// decode worker's outcome and returns the in-stream error to send: the first-byte bound
-// (504 decode_first_byte_timeout, a decode failure), the request timeout (504
-// request_timeout, no outcome), a gone client (499, nothing sent), else a broken stream
-// (502 decode_stream_failed, a decode failure: a decode that dies mid-stream counts
-// against its breaker).
-func (d *Dispatcher) streamBroke(o *open, fw *firstByteWatch, rerr error) *errs.Error {
-	if !fw.seen() {
-		d.record(o.decode, 0, errFirstByte)
-		d.log.Warn("decode stream sent nothing within the first-byte timeout", "decode", o.decode.URL)
-		return d.firstByteError()
+// streamFail ends a committed stream with e as an error event and [DONE].
+func (d *Dispatcher) streamFail(w http.ResponseWriter, rc *http.ResponseController, e *errs.Error) {
+	_, _ = w.Write(handoff.StreamError(e))
+	_ = rc.Flush()
+}
+
+// streamBroke classifies a decode stream that ended without its terminal event after its
+// first output and returns the in-stream error to send: the fault a leg cancelled the legs
+// with (a prefill whose body failed or ended early, recorded on that worker), the request
+// timeout (504 request_timeout, no outcome), a gone client (499, nothing sent), else a
+// broken stream (502 decode_stream_failed, a decode failure: a decode that dies mid-stream
+// counts against its breaker).
+func (d *Dispatcher) streamBroke(o *open, rerr error) *errs.Error {
+	if f := causeFault(o.ctx); f != nil {
+		d.recordFault(f)
+		return f.e
 	}
-	if o.ctx != nil && o.ctx.Err() != nil {
+	if o.ctx.Err() != nil {
 		return contextError(o.ctx, "while streaming the decode output")
 	}
 	msg := "decode stream ended before [DONE]"
-	if !errors.Is(rerr, io.EOF) {
-		msg = "decode stream failed: " + rerr.Error()
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		msg = "decode stream failed: " + transportCause(rerr)
 	} else {
 		rerr = io.ErrUnexpectedEOF
 	}
 	d.record(o.decode, 0, rerr)
-	d.log.Warn("decode stream broke", "decode", o.decode.URL, "err", rerr)
+	d.log.Warn("decode stream broke", "decode", o.decode.URL, "decode_id", o.decode.ID, "err", rerr)
 	return &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeStreamFailed, Message: msg, Leg: "decode"}
 }
 
@@ -150,29 +219,31 @@ func (d *Dispatcher) writeMerged(w io.Writer, split *handoff.EventSplitter, chun
 	}
 }
 
-// relayBody answers a non-streaming request. The decode body is read completely first, so a
-// decode that dies mid-body becomes a clean 502 instead of a truncated 200, and a body
-// labelled JSON that does not parse becomes 502 decode_invalid_response; both count as a
-// decode failure. Without logprobs
-// the decode's headers and bytes are relayed as they are (Content-Type from the engine);
-// with logprobs the merged body is sent as application/json (seed "Non-streaming HTTP
-// responses keep a JSON content type").
-func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) error {
+// relayBody answers a non-streaming request. The decode body is read completely first,
+// without waiting for the prefill (its answer is the KV's proof), so a decode that dies
+// mid-body or answers a body labelled JSON that does not parse is an attempt error
+// (decode_read_failed, decode_invalid_response) instead of a truncated 200. With logprobs
+// the prefill body is awaited and merged, and the body sent as application/json (seed
+// "Non-streaming HTTP responses keep a JSON content type"); otherwise the decode's headers
+// and bytes are relayed as they are.
+func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, err error) {
 	buf, err := readPooled(o.decodeResp.Body, d.cfg.MaxPayloadSize, contentLength(o.decodeResp.Header))
 	defer putBody(buf) // after the Write below: nothing keeps the bytes
 	body := buf.Bytes()
 	if err != nil {
-		if o.ctx != nil && o.ctx.Err() != nil {
-			return contextError(o.ctx, "reading the decode response")
-		}
-		d.record(o.decode, 0, err)
-		return &errs.Error{Status: http.StatusBadGateway, Code: "decode_read_failed", Leg: "decode",
-			Retryable: false, Message: "Failed to read decode response: " + err.Error()}
+		return false, d.attemptError(o.reqCtx, o, func() *legFault {
+			return &legFault{w: o.decode, cause: err, e: &errs.Error{Status: http.StatusBadGateway, Code: "decode_read_failed",
+				Leg: "decode", Message: "Failed to read decode response from worker " + o.decode.ID + ": " + transportCause(err)}}
+		})
 	}
 	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
-		d.record(o.decode, 0, errMalformed)
-		d.log.Warn("decode answered a malformed JSON body", "decode", o.decode.URL, "bytes", len(body))
-		return e
+		d.log.Warn("decode answered a malformed JSON body", "decode", o.decode.URL, "decode_id", o.decode.ID, "bytes", len(body))
+		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, cause: errMalformed, e: e} })
+	}
+	if o.keep {
+		if f := o.awaitPrefill(); f != nil {
+			return false, d.attemptError(o.reqCtx, o, func() *legFault { return f })
+		}
 	}
 	d.record(o.decode, o.decodeResp.Status, nil)
 	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
@@ -185,9 +256,9 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) error {
 	} else {
 		copyResponseHeaders(h, o.decodeResp.Header)
 	}
-	h.Set(wire.HeaderRoutedWorker, o.decode.URL)
+	h.Set(wire.HeaderRoutedWorker, o.decode.ID)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(o.decodeResp.Status)
 	_, _ = w.Write(body)
-	return nil
+	return true, nil
 }

@@ -3,8 +3,8 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
@@ -19,7 +19,7 @@ import (
 // the decode leg carrying kv_transfer_params. A prefill failure never reaches the decode
 // worker. Every fallback to a local recompute is counted.
 func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
-	p, dc *worker.Live, hdr http.Header) (bool, error) {
+	p, dc *worker.Live, hdr http.Header) (committed bool, err error) {
 	conn, err := handoff.ConnectorForPair(p.Worker, dc.Worker, d.newUUID)
 	if err != nil {
 		return false, err
@@ -42,50 +42,20 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		return false, err
 	}
 	defer rel()
-	legCtx, cancel := context.WithCancel(ctx)
-	start := time.Now()
+	legCtx, cancel := context.WithCancelCause(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx,
+		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
+	o.prefillDone.Store(true) // the decode leg starts only once the prefill answered
 	path := rq.Route.Path()
 
 	var prefillBody []byte
 	var prefillBuf *bytes.Buffer // pooled; released once the decode body is built
 	if !plan.SkipPrefill {
-		resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
+		b, err := d.sequentialPrefill(o, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
 		if err != nil {
-			cancel()
-			if ctx.Err() == nil {
-				d.record(p, 0, err)
-			}
-			return false, legTransportError("prefill", p, err, ctx)
+			return false, err
 		}
-		if !ok2xx(resp.Status) {
-			d.record(p, resp.Status, nil)
-			body := readLimited(resp.Body)
-			cancel()
-			return false, &errs.Error{Status: resp.Status, Code: wire.CodePrefillUpstreamError, Leg: "prefill",
-				Retryable: retryableStatus(resp.Status), Message: upstreamMessage(body)}
-		}
-		prefillBuf, err = readPooled(resp.Body, d.cfg.MaxPayloadSize, contentLength(resp.Header))
-		prefillBody = prefillBuf.Bytes()
-		_ = resp.Body.Close()
-		if err != nil {
-			cancel()
-			if ctx.Err() != nil {
-				return false, contextError(ctx, "reading the prefill response")
-			}
-			d.record(p, 0, err)
-			return false, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodePrefillReadFailed, Leg: "prefill",
-				Retryable: true, Message: "Failed to read prefill response: " + err.Error()}
-		}
-		if checkJSONBody(resp.Header, prefillBody) != nil {
-			// A garbled prefill answer is an engine fault, not a handoff without params: fail
-			// the attempt (a retry re-selects both legs) instead of a silent decode recompute.
-			cancel()
-			d.record(p, 0, errMalformed)
-			return false, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodePrefillReadFailed, Leg: "prefill",
-				Retryable: true, Message: "Failed to read prefill response: " + strconv.Itoa(len(prefillBody)) + " bytes that are not valid JSON"}
-		}
-		d.record(p, resp.Status, nil)
-		d.metrics.ObservePrefillDuration(rq.Model, string(p.Runtime), time.Since(start))
+		prefillBuf, prefillBody = b, b.Bytes()
 	}
 	decodeBody, outcome := plan.Decode(prefillBody) // a fresh body: the prefill's bytes are copied
 	if prefillBuf != nil {
@@ -104,30 +74,69 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		"transfer_id", plan.TransferID, "outcome", outcome.String(),
 		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
 
+	o.dtimer = d.decodeTimer(o)
 	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
 	if err != nil {
-		cancel()
-		if ctx.Err() == nil {
-			d.record(dc, 0, err)
-		}
-		return false, legTransportError("decode", dc, err, ctx)
+		o.dtimer.stop()
+		return false, d.attemptError(ctx, o, func() *legFault {
+			return &legFault{w: dc, cause: err, e: legTransportError("decode", dc, err, ctx)}
+		})
 	}
 	if !ok2xx(resp.Status) {
-		d.record(dc, resp.Status, nil)
 		body := readLimited(resp.Body)
-		cancel()
-		return false, decodeError(resp.Status, body)
+		o.dtimer.stop()
+		return false, d.attemptError(ctx, o, func() *legFault {
+			return &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
+		})
 	}
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
-	o := &open{prefill: p, decode: dc, decodeResp: resp, start: start, ctx: legCtx, cancel: cancel,
-		model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
-	defer o.finish()
-	if rq.Stream {
-		d.relayStream(w, o)
-		return true, nil
+	o.decodeResp = resp
+	if !rq.Stream {
+		o.dtimer.stop()
+		o.decodeOut.Store(true)
 	}
-	if err := d.relayBody(w, o); err != nil {
-		return false, err
+	defer func() { d.finish(o, committed) }()
+	return d.relay(w, o)
+}
+
+// sequentialPrefill runs the vLLM prefill leg to its end within --prefill-timeout-secs and
+// returns its checked JSON body (pooled: the caller releases it with putBody), or the
+// attempt's error (a *legFault unless the client or the request timeout ended it). A
+// prefill failure never reaches the decode worker.
+func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest) (*bytes.Buffer, error) {
+	p := o.prefill
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, o.cancel, func() *legFault { return d.prefillTimeoutFault(p, "did not answer") })
+	defer ptimer.stop()
+	fault := func(fallback func() *legFault) error { return d.attemptError(o.reqCtx, o, fallback) }
+	resp, err := d.engine.Send(o.ctx, req)
+	if err != nil {
+		return nil, fault(func() *legFault {
+			return &legFault{w: p, cause: err, e: legTransportError("prefill", p, err, o.reqCtx)}
+		})
 	}
-	return true, nil
+	if !ok2xx(resp.Status) {
+		body := readLimited(resp.Body)
+		return nil, fault(func() *legFault {
+			return &legFault{w: p, status: resp.Status, e: &errs.Error{Status: resp.Status, Code: wire.CodePrefillUpstreamError,
+				Leg: "prefill", Retryable: retryableStatus(resp.Status), Message: upstreamMessage(body)}}
+		})
+	}
+	buf, err := readPooled(resp.Body, d.cfg.MaxPayloadSize, contentLength(resp.Header))
+	_ = resp.Body.Close()
+	if err != nil {
+		putBody(buf)
+		return nil, fault(func() *legFault { return &legFault{w: p, cause: err, e: prefillReadFailed(p, err)} })
+	}
+	if checkJSONBody(resp.Header, buf.Bytes()) != nil {
+		// A garbled prefill answer is an engine fault, not a handoff without params: fail
+		// the attempt (a retry re-selects both legs) instead of a silent decode recompute.
+		n := buf.Len()
+		putBody(buf)
+		return nil, fault(func() *legFault {
+			return &legFault{w: p, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", n))}
+		})
+	}
+	d.record(p, resp.Status, nil)
+	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
+	return buf, nil
 }

@@ -47,9 +47,10 @@ func As(err error) (*Error, bool) {
 }
 
 // NoAvailableWorkers is the 503 for a leg without an available worker (seed "Error Codes":
-// over HTTP the message names the leg).
+// over HTTP the message names the leg). It is not retryable: when no worker of a leg is
+// selectable, waiting out backoffs only delays the answer.
 func NoAvailableWorkers(leg string) *Error {
-	return &Error{Status: 503, Code: wire.CodeNoAvailableWorkers, Leg: leg, Retryable: true,
+	return &Error{Status: 503, Code: wire.CodeNoAvailableWorkers, Leg: leg,
 		Message: fmt.Sprintf("No available %s workers (all unhealthy or circuits open). Please check if %s servers are configured and healthy.", leg, leg)}
 }
 

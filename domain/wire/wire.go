@@ -125,6 +125,21 @@ const (
 	// CodeDecodeInvalidResponse (502) is a non-streaming decode answer with a JSON content
 	// type whose body is not JSON (issue #9 "malformed engine JSON"). Not a seed code.
 	CodeDecodeInvalidResponse = "decode_invalid_response"
+	// CodePrefillInvalidResponse (502) is a prefill answer (body or stream event) that is
+	// not a valid engine response; it cancels the decode leg at once. Not a seed code.
+	CodePrefillInvalidResponse = "prefill_invalid_response"
+	// CodePrefillTimeout (504) is a prefill leg that sent no answer within
+	// --prefill-timeout-secs, or whose decode waited out its first-output deadline while
+	// the prefill had not answered. Not a seed code.
+	CodePrefillTimeout = "prefill_timeout"
+	// CodeDecodeTimeout (504) is a non-streaming decode leg that sent no answer within
+	// --decode-timeout-secs. Not a seed code.
+	CodeDecodeTimeout = "decode_timeout"
+	// CodePrefillKVTransferFailed and CodeDecodeKVTransferFailed (502) blame the leg that
+	// had not answered when its peer engine reported the KV handoff failed waiting for it
+	// (SGLang's KVTransferError; engines.md §2.4). Not seed codes.
+	CodePrefillKVTransferFailed = "prefill_kv_transfer_failed"
+	CodeDecodeKVTransferFailed  = "decode_kv_transfer_failed"
 )
 
 // Worker-management API error codes (smg-spec.md §3.2, §3.4, §6.6). These endpoints answer

@@ -102,9 +102,10 @@ func TestDecodeDiesMidStream(t *testing.T) {
 
 // Malformed engine JSON (vLLM, sequential): a decode whose 200 body does not parse becomes
 // 502 decode_invalid_response (a decode failure, not retried: the decode leg ran); a
-// prefill whose body does not parse fails the attempt with 502 prefill_read_failed and is
-// retried, and no decode leg is ever sent (no silent recompute). A malformed stream is
-// relayed as the engine wrote it and still terminated.
+// prefill whose body does not parse fails the attempt with 502 prefill_invalid_response and
+// is retried, and no decode leg is ever sent (no silent recompute). A garbled stream event
+// is never relayed: the stream ends with a decode_invalid_response error event and [DONE],
+// and counts as a decode failure.
 func TestMalformedEngineJSON(t *testing.T) {
 	t.Parallel()
 	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1})
@@ -121,7 +122,7 @@ func TestMalformedEngineJSON(t *testing.T) {
 	f.Reset()
 	r = f.Gateway.Post(t, "/v1/chat/completions", chat("garbled prefill", 4, false, "prefill:malformed"), nil)
 	assert.Less(t, r.Elapsed, bound, "hang guard")
-	assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_read_failed"), "not valid JSON")
+	assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_invalid_response"), "not valid JSON")
 	waitIdle(t, f.Sims()...)
 	assert.Equal(t, int64(5), p.Stats().Requests, "retried on every attempt")
 	assert.Zero(t, d.Stats().Requests, "the decode was never contacted")
@@ -135,50 +136,60 @@ func TestMalformedEngineJSON(t *testing.T) {
 	s := f.Gateway.Stream(t, "/v1/chat/completions", chat("garbled stream", 4, true, "decode:malformed"))
 	assert.Less(t, s.Elapsed, bound, "hang guard")
 	require.Equal(t, http.StatusOK, s.Status)
-	require.NotEmpty(t, s.Events)
-	assert.True(t, s.Events[len(s.Events)-1].Done())
-	assert.Contains(t, string(s.Body), `"sim-malformed"`, "stream bytes are relayed unparsed")
+	streamError(t, s.Events, "Bad Gateway", "decode_invalid_response")
+	assert.NotContains(t, string(s.Body), `"sim-malformed"`, "the garbled event is not relayed")
+	waitIdle(t, f.Sims()...)
+	assert.Equal(t, int64(1), d.Stats().Requests, "not retried: the stream was committed")
+	_, ok, fail = cb(t, f.Gateway, d.URL())
+	assert.Equal(t, []float64{0, 2}, []float64{ok, fail}, "a decode failure")
 }
 
-// Time bounds on a decode stream whose head is already out (real engines send a stream's
-// head at once): no first output within --first-byte-timeout-secs ends the stream with a
-// 504 decode_first_byte_timeout event and [DONE], cancels the decode and counts a decode
-// failure; the request timeout mid-stream ends it with 504 request_timeout and charges no
+// Time bounds on a decode stream: no first output within --first-byte-timeout-secs (the
+// decode sent its head at once, as real engines do, and then nothing) fails the attempt
+// before anything reached the client: 504 decode_first_byte_timeout, one unresponsive
+// failure on the decode's breaker, not retried onto the same unresponsive decode (there is
+// no other); the prefill ended well and is not charged. The request timeout
+// mid-stream ends a committed stream with a 504 request_timeout event and charges no
 // breaker (the gateway cut the leg).
 func TestDecodeStreamTimeBounds(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name    string
-		gw      func(*config.Config)
-		itl     time.Duration
-		faults  []string
-		code    string
-		failure float64
-	}{
-		{"first byte", func(c *config.Config) { c.FirstByteTimeout = 300 * time.Millisecond },
-			0, []string{"decode:delay-body:20000"}, "decode_first_byte_timeout", 1},
-		{"request timeout mid-stream", func(c *config.Config) { c.RequestTimeout = time.Second },
-			20 * time.Millisecond, nil, "request_timeout", 0},
+	start := func(t *testing.T, gw func(*config.Config), itl time.Duration) *fleet.Fleet {
+		return fleet.Start(t, fleet.Spec{Engine: sim.EngineSGLang, Prefills: 1, Decodes: 1, Gateway: gw,
+			Sim: func(role string, _ int, sc *sim.Config) {
+				if role == sim.RoleDecode {
+					sc.ITL = itl
+				}
+			}})
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			f := fleet.Start(t, fleet.Spec{Engine: sim.EngineSGLang, Prefills: 1, Decodes: 1, Gateway: c.gw,
-				Sim: func(role string, _ int, sc *sim.Config) {
-					if role == sim.RoleDecode {
-						sc.ITL = c.itl
-					}
-				}})
-			s := f.Gateway.Stream(t, "/v1/chat/completions", chat("bounded stream", 500, true, c.faults...))
-			assert.Less(t, s.Elapsed, bound, "hang guard")
-			require.Equal(t, http.StatusOK, s.Status)
-			streamError(t, s.Events, "Gateway Timeout", c.code)
+	t.Run("first byte", func(t *testing.T) {
+		t.Parallel()
+		const deadline = 300 * time.Millisecond
+		f := start(t, func(c *config.Config) { c.FirstByteTimeout = deadline }, 0)
+		r := f.Gateway.Post(t, "/v1/chat/completions", chat("bounded stream", 500, true, "decode:delay-body:20000"), nil)
+		assert.Contains(t, requireError(t, r, http.StatusGatewayTimeout, "decode_first_byte_timeout"), "--first-byte-timeout-secs (0.3s)")
+		assert.GreaterOrEqual(t, r.Elapsed, deadline, "the attempt waited out its deadline")
+		assert.Less(t, r.Elapsed, deadline+time.Second, "and no retry waited out another")
 
-			waitIdle(t, f.Sims()...)
-			d := f.Decodes[0].Stats()
-			assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
-			_, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
-			assert.Equal(t, []float64{0, c.failure}, []float64{ok, fail})
-		})
-	}
+		waitIdle(t, f.Sims()...)
+		d := f.Decodes[0].Stats()
+		assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
+		state, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+		assert.Equal(t, []float64{0, 0, 1}, []float64{state, ok, fail}, "one unresponsive failure")
+		state, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
+		assert.Equal(t, []float64{0, 1, 0}, []float64{state, ok, fail}, "the prefill answered")
+	})
+	t.Run("request timeout mid-stream", func(t *testing.T) {
+		t.Parallel()
+		f := start(t, func(c *config.Config) { c.RequestTimeout = time.Second }, 20*time.Millisecond)
+		s := f.Gateway.Stream(t, "/v1/chat/completions", chat("bounded stream", 500, true))
+		assert.Less(t, s.Elapsed, bound, "hang guard")
+		require.Equal(t, http.StatusOK, s.Status)
+		streamError(t, s.Events, "Gateway Timeout", "request_timeout")
+
+		waitIdle(t, f.Sims()...)
+		d := f.Decodes[0].Stats()
+		assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
+		_, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+		assert.Equal(t, []float64{0, 0}, []float64{ok, fail})
+	})
 }

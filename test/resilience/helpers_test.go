@@ -201,3 +201,18 @@ func workerID(t *testing.T, g *fleet.Gateway, url string) string {
 	t.Fatalf("no worker at %s", url)
 	return ""
 }
+
+// routedURL returns the URL of the worker whose id the response's routed-worker header
+// names (the header carries the worker id, never its address).
+func routedURL(t *testing.T, g *fleet.Gateway, h http.Header) string {
+	t.Helper()
+	id := h.Get(wire.HeaderRoutedWorker)
+	require.NotEmpty(t, id, "routed-worker header")
+	for _, w := range g.Workers(t) {
+		if w.ID == id {
+			return w.URL
+		}
+	}
+	t.Fatalf("no worker with id %s", id)
+	return ""
+}

@@ -96,12 +96,17 @@ func TestPrefill4xx(t *testing.T) {
 	assert.Equal(t, []float64{0, 2, 0}, []float64{state, ok, fail}, "4xx counts as a success")
 }
 
-// A prefill that hangs is bounded by the gateway, never by the engine: the per-leg
-// first-byte timeout (here 300 ms; the decode leg answers its head at once, as a real
-// streaming engine does) fails the attempt with 502 prefill_request_failed; without it the
-// request timeout answers 504 request_timeout. Both legs are cancelled either way.
+// A prefill that hangs is bounded by the gateway, never by the engine, and blamed: its own
+// deadline (--prefill-timeout-secs, 300 ms here) or the decode's first-byte deadline
+// passing while the prefill has not answered (the decode leg answers its head at once, as
+// a real streaming engine does) fails the attempt with 504 prefill_timeout, counted as
+// unresponsive on the prefill's breaker and never on the decode's, and not retried onto the
+// same unresponsive prefill (there is no other: one deadline is the whole cost); without
+// either the request timeout answers 504 request_timeout and charges nobody. Both legs are
+// cancelled every time, and the answer comes near the deadline.
 func TestPrefillHangs(t *testing.T) {
 	t.Parallel()
+	const deadline = 300 * time.Millisecond
 	cases := []struct {
 		name   string
 		gw     func(*config.Config)
@@ -109,21 +114,27 @@ func TestPrefillHangs(t *testing.T) {
 		code   string
 		msg    string
 		tries  int64
+		limit  time.Duration
 	}{
-		{"first-byte timeout", func(c *config.Config) {
-			c.FirstByteTimeout = 300 * time.Millisecond
+		{"prefill deadline", func(c *config.Config) {
+			c.PrefillTimeout = deadline
 			c.RetryMaxRetries = 2
-		}, http.StatusBadGateway, "prefill_request_failed", "timeout awaiting response headers", 2},
+		}, http.StatusGatewayTimeout, "prefill_timeout", "sent no response head within --prefill-timeout-secs (0.3s)", 1, deadline},
+		{"decode first-byte deadline while the prefill has not answered", func(c *config.Config) {
+			c.FirstByteTimeout = deadline
+			c.RetryMaxRetries = 2
+		}, http.StatusGatewayTimeout, "prefill_timeout", "had not answered while the decode waited 0.3s", 1, deadline},
 		{"request timeout", func(c *config.Config) {
 			c.RequestTimeout = time.Second
-		}, http.StatusGatewayTimeout, "request_timeout", "request timed out", 1},
+		}, http.StatusGatewayTimeout, "request_timeout", "request timed out", 1, time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := sglang(t, 1, 1, c.gw)
 			r := f.Gateway.Post(t, "/generate", generate("prefill hangs", 4, true, "prefill:hang", "decode:delay-body:1"), nil)
-			assert.Less(t, r.Elapsed, bound, "hang guard")
+			assert.GreaterOrEqual(t, r.Elapsed, c.limit, "the attempt waited out its deadline")
+			assert.Less(t, r.Elapsed, c.limit+time.Second, "and ended there")
 			assert.Contains(t, requireError(t, r, c.status, c.code), c.msg)
 
 			waitIdle(t, f.Sims()...)
@@ -133,6 +144,14 @@ func TestPrefillHangs(t *testing.T) {
 			d := f.Decodes[0].Stats()
 			assert.Equal(t, d.Requests, d.Aborted, "every decode leg was cancelled: %+v", d)
 			assert.Zero(t, d.UnmatchedRooms+p.UnmatchedRooms, "nobody waited out a handoff")
+			_, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+			assert.Equal(t, []float64{0, 0}, []float64{ok, fail}, "the decode is never blamed")
+			blamed := float64(c.tries)
+			if c.code == "request_timeout" {
+				blamed = 0
+			}
+			_, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
+			assert.Equal(t, []float64{0, blamed}, []float64{ok, fail}, "the prefill is")
 		})
 	}
 }

@@ -33,8 +33,7 @@ func TestWorkerRemovedMidRequest(t *testing.T) {
 	const n = 50 // ~1 s of output, longer than the drain settle time
 	resp := g.Open(t, context.Background(), "/v1/chat/completions", chat("removed mid-request", n, true))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	victim := resp.Header.Get(wire.HeaderRoutedWorker)
-	require.NotEmpty(t, victim)
+	victim := routedURL(t, g, resp.Header)
 	rd := bufio.NewReader(resp.Body)
 	first, err := rd.ReadString('\n')
 	require.NoError(t, err)
@@ -76,7 +75,7 @@ func TestWorkerRemovedMidRequest(t *testing.T) {
 	for i := range 6 {
 		r := g.Post(t, "/v1/chat/completions", chat("after the removal", 2, false), nil)
 		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
-		assert.Equal(t, other.URL(), r.Header.Get(wire.HeaderRoutedWorker))
+		assert.Equal(t, workerID(t, g, other.URL()), r.Header.Get(wire.HeaderRoutedWorker))
 	}
 	assert.Equal(t, before, gone.Stats().Requests, "no new pick reached the removed decode")
 	st := gone.Stats()
@@ -104,7 +103,7 @@ func TestFailingHealthCheckStopsNewPicks(t *testing.T) {
 	const n = 60 // ~1.2 s of output: longer than three failed probes 200 ms apart
 	resp := g.Open(t, context.Background(), "/v1/chat/completions", chat("health fails mid-request", n, true))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, sick.URL, resp.Header.Get(wire.HeaderRoutedWorker))
+	require.Equal(t, sick.URL, routedURL(t, g, resp.Header))
 	rd := bufio.NewReader(resp.Body)
 	first, err := rd.ReadString('\n')
 	require.NoError(t, err)
@@ -122,7 +121,7 @@ func TestFailingHealthCheckStopsNewPicks(t *testing.T) {
 	for i := range 4 {
 		r := g.Post(t, "/v1/chat/completions", chat("while it is sick", 2, false), nil)
 		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
-		assert.Equal(t, other.URL(), r.Header.Get(wire.HeaderRoutedWorker))
+		assert.Equal(t, workerID(t, g, other.URL()), r.Header.Get(wire.HeaderRoutedWorker))
 	}
 	assert.Equal(t, before, slow.Stats().Requests, "no new pick reached the unhealthy decode")
 

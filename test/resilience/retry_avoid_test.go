@@ -29,7 +29,7 @@ func TestRetryAvoidsTheDecodeThatJustFailed(t *testing.T) {
 	prompt := "a sticky prompt that cache_aware keeps on one decode worker"
 	r := g.Post(t, "/v1/chat/completions", chat(prompt, 4, false), nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	victim := r.Header.Get(wire.HeaderRoutedWorker)
+	victim := routedURL(t, g, r.Header)
 	var dead, alive *sim.Server
 	for _, d := range f.Decodes {
 		if d.URL() == victim {
@@ -45,7 +45,7 @@ func TestRetryAvoidsTheDecodeThatJustFailed(t *testing.T) {
 	for i := range 4 {
 		r := g.Post(t, "/v1/chat/completions", chat(prompt, 4, false), nil)
 		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
-		assert.Equal(t, alive.URL(), r.Header.Get(wire.HeaderRoutedWorker), fmt.Sprint("request ", i))
+		assert.Equal(t, workerID(t, g, alive.URL()), r.Header.Get(wire.HeaderRoutedWorker), fmt.Sprint("request ", i))
 		assert.Contains(t, string(r.Body), chatText(prompt, 4), "a real handoff on the surviving decode")
 	}
 	assert.Equal(t, before+4, alive.Stats().HandoffsReceived)

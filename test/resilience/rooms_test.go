@@ -14,9 +14,10 @@ import (
 
 // An unmatched room: the prefill is registered with a wrong bootstrap port (another, unused
 // prefill's), so the decode waits for a room that is never registered there. The decode
-// gives up after its handoff timeout (1 s here) with the engine's KVTransferError; the
-// gateway cancels the real prefill at once — it never waits out its own 20 s — and the
-// client gets the decode's 500.
+// gives up after its handoff timeout (1 s here) with the engine's KVTransferError while the
+// prefill has not answered: the failure is the prefill's (502 prefill_kv_transfer_failed,
+// counted on the prefill's breaker, never on the decode's); the gateway cancels the real
+// prefill at once — it never waits out its own 20 s.
 func TestUnmatchedRoom(t *testing.T) {
 	t.Parallel()
 	pre := fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: sim.RolePrefill, HandoffTimeout: 20 * time.Second})
@@ -33,7 +34,7 @@ func TestUnmatchedRoom(t *testing.T) {
 
 	r := g.Post(t, "/generate", generate("lost room", 4, false), nil)
 	assert.Less(t, r.Elapsed, bound, "hang guard: ended by the decode's 1 s handoff timeout")
-	assert.Contains(t, requireError(t, r, http.StatusInternalServerError, "decode_internal_error"), "KVPoll.WaitingForInput")
+	assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_kv_transfer_failed"), "KVPoll.WaitingForInput")
 
 	waitIdle(t, pre, dec)
 	d := dec.Stats()
@@ -41,6 +42,10 @@ func TestUnmatchedRoom(t *testing.T) {
 	p := pre.Stats()
 	assert.Equal(t, []int64{1, 1, 0, 0}, []int64{p.Requests, p.Aborted, p.UnmatchedRooms, p.HandoffsSent}, "the prefill leg was cancelled, not left to its deadline")
 	assert.Zero(t, decoy.Stats().Requests)
+	_, ok, fail := cb(t, g, pre.URL())
+	assert.Equal(t, []float64{0, 1}, []float64{ok, fail}, "the silent prefill is blamed")
+	_, ok, fail = cb(t, g, dec.URL())
+	assert.Equal(t, []float64{0, 0}, []float64{ok, fail}, "the decode that reported it is not")
 }
 
 // Retries never reuse a room or transfer id: prefill P0 answers 503 to everything, P1 is

@@ -1,0 +1,181 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// legFault is an attempt's failure blamed on one worker: the client-facing error, and what
+// that worker's breaker records (Status, or 0 with Cause). It is both the error an attempt
+// returns and the cause its legs' context is cancelled with, so whichever leg fails first
+// names the culprit for everyone (errs.As finds the *errs.Error inside). Faults of
+// uncommitted attempts are recorded by the retry loop (blameLedger decides); faults after a
+// response was committed are recorded where they happen.
+type legFault struct {
+	e      *errs.Error
+	w      *worker.Live
+	status int
+	cause  error
+	// recorded is set once the fault reached the OutcomeRecorder (or was waived): the relay
+	// and finish can both meet a prefill fault that came after the commit.
+	recorded atomic.Bool
+}
+
+func (f *legFault) Error() string { return f.e.Error() }
+func (f *legFault) Unwrap() error { return f.e }
+
+// faultOf returns the *legFault inside err, or nil.
+func faultOf(err error) *legFault {
+	var f *legFault
+	if errors.As(err, &f) {
+		return f
+	}
+	return nil
+}
+
+// causeFault returns the fault an attempt's legs were cancelled with, or nil (not
+// cancelled, or cancelled by the client, the request timeout or shutdown).
+func causeFault(legCtx context.Context) *legFault {
+	if legCtx.Err() == nil {
+		return nil
+	}
+	return faultOf(context.Cause(legCtx))
+}
+
+// recordFault reports f to the OutcomeRecorder, once.
+func (d *Dispatcher) recordFault(f *legFault) {
+	if f != nil && f.w != nil && f.recorded.CompareAndSwap(false, true) {
+		d.record(f.w, f.status, f.cause)
+	}
+}
+
+// unresponsive wraps errs.ErrUnresponsive with what was waited for.
+func unresponsive(what string) error { return fmt.Errorf("%s: %w", what, errs.ErrUnresponsive) }
+
+// legTimer cancels an attempt's legs with a fault when its deadline passes before stop.
+// A zero deadline never fires.
+type legTimer struct{ t *time.Timer }
+
+// startLegTimer arms the deadline; fault is called when it passes, and its result is the
+// cancellation cause (nil: nothing is cancelled).
+func startLegTimer(deadline time.Duration, cancel context.CancelCauseFunc, fault func() *legFault) legTimer {
+	if deadline <= 0 {
+		return legTimer{}
+	}
+	return legTimer{t: time.AfterFunc(deadline, func() {
+		if f := fault(); f != nil {
+			cancel(f)
+		}
+	})}
+}
+
+// stop disarms the deadline; it reports false when it had already passed.
+func (lt legTimer) stop() bool { return lt.t == nil || lt.t.Stop() }
+
+// secsText renders a duration as "<n>s" for messages.
+func secsText(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }
+
+// prefillTimeoutFault is the 504 for a prefill leg that sent no answer within
+// --prefill-timeout-secs: the prefill's fault, counted as unresponsive.
+func (d *Dispatcher) prefillTimeoutFault(p *worker.Live, why string) *legFault {
+	return &legFault{w: p, cause: unresponsive("prefill deadline"), e: &errs.Error{
+		Status: http.StatusGatewayTimeout, Code: wire.CodePrefillTimeout, Leg: "prefill", Retryable: true,
+		Message: "prefill worker " + p.ID + " " + why + " within --prefill-timeout-secs (" + secsText(d.cfg.PrefillTimeout) + ")"}}
+}
+
+// decodeTimeoutFault is the 504 for a decode leg that produced no output within its
+// deadline (--first-byte-timeout-secs streaming, --decode-timeout-secs otherwise).
+func (d *Dispatcher) decodeTimeoutFault(dc *worker.Live, stream bool) *legFault {
+	code, flag, lim := wire.CodeDecodeTimeout, "--decode-timeout-secs", d.cfg.DecodeTimeout
+	if stream {
+		code, flag, lim = wire.CodeDecodeFirstByteTimeout, "--first-byte-timeout-secs", d.cfg.FirstByteTimeout
+	}
+	return &legFault{w: dc, cause: unresponsive("decode deadline"), e: &errs.Error{
+		Status: http.StatusGatewayTimeout, Code: code, Leg: "decode", Retryable: true,
+		Message: "decode worker " + dc.ID + " sent no output within " + flag + " (" + secsText(lim) + ")"}}
+}
+
+// kvPeerFault blames w, the leg that had not answered when its peer engine reported that
+// the KV handoff failed waiting for it (SGLang's KVTransferError; engines.md §2.4): 502
+// <leg>_kv_transfer_failed, counted as unresponsive, never on the reporting peer.
+func kvPeerFault(leg string, w *worker.Live, peerMsg string) *legFault {
+	peer := "decode"
+	if leg == "decode" {
+		peer = "prefill"
+	}
+	return &legFault{w: w, cause: unresponsive("peer reported a failed KV handoff"), e: &errs.Error{
+		Status: http.StatusBadGateway, Code: kvCode(leg), Leg: leg, Retryable: true,
+		Message: "the " + peer + " engine gave up on the KV handoff while " + leg + " worker " + w.ID +
+			" had not answered: " + peerMsg}}
+}
+
+// blameLedger remembers, for one client request, which worker each leg's failures were
+// counted on. A failure with the same code on a second worker of the same leg is the
+// request's doing (a poisoned prompt, not two broken engines): it is not counted and ends
+// the retries, so one request can move at most one breaker per leg.
+type blameLedger struct {
+	prefill, decode *ledgerEntry
+}
+
+type ledgerEntry struct {
+	code   string
+	worker string
+}
+
+// admit reports whether f should be recorded and retried: false when the same leg already
+// failed with the same code on another worker during this request.
+func (l *blameLedger) admit(f *legFault) bool {
+	slot := &l.decode
+	if f.e.Leg == "prefill" {
+		slot = &l.prefill
+	}
+	if *slot == nil {
+		*slot = &ledgerEntry{code: f.e.Code, worker: f.w.ID}
+		return true
+	}
+	if (*slot).code == f.e.Code && (*slot).worker != f.w.ID {
+		return false
+	}
+	return true
+}
+
+func kvCode(leg string) string {
+	if leg == "prefill" {
+		return wire.CodePrefillKVTransferFailed
+	}
+	return wire.CodeDecodeKVTransferFailed
+}
+
+// tries is what a request's retry loop remembers across its attempts.
+type tries struct {
+	ledger blameLedger
+	// hung are the ids of workers that were unresponsive for this request: a retry never
+	// goes back to one (it would cost another whole deadline).
+	hung []string
+}
+
+// failed notes an attempt's fault.
+func (t *tries) failed(f *legFault) {
+	if errors.Is(f.cause, errs.ErrUnresponsive) {
+		t.hung = append(t.hung, f.w.ID)
+	}
+}
+
+// unresponsive reports whether w was unresponsive earlier in this request.
+func (t *tries) unresponsive(w *worker.Live) bool {
+	return t != nil && slices.Contains(t.hung, w.ID)
+}
+
+// errOnlyUnresponsive ends the retries when selection can offer only a worker that was
+// already unresponsive for this request; the previous attempt's error is the answer.
+var errOnlyUnresponsive = errors.New("only workers that were unresponsive for this request are left")

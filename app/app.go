@@ -23,10 +23,12 @@ import (
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/health"
 	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/ports"
 )
 
-// stopMargin is added to --shutdown-grace-period-secs for fx's stop deadline, so the other
-// OnStop hooks (span flush, metrics listener) still run after a full grace period.
+// stopMargin is added to --shutdown-drain-delay-secs + --shutdown-grace-period-secs for fx's
+// stop deadline, so the other OnStop hooks (span flush, metrics listener) still run after a
+// full drain and grace period.
 const stopMargin = 10 * time.Second
 
 // New builds the gateway: config (validated first: a bad value fails Start with the
@@ -47,7 +49,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 	}
 	opts := []fx.Option{
 		fx.Supply(cfg),
-		fx.StopTimeout(cfg.ShutdownGracePeriod + stopMargin),
+		fx.StopTimeout(cfg.ShutdownDrainDelay + cfg.ShutdownGracePeriod + stopMargin),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
 			if strings.EqualFold(cfg.LogLevel, "debug") {
 				l := &fxevent.SlogLogger{Logger: log}
@@ -91,6 +93,8 @@ func serverModule() fx.Option {
 		fx.Provide(
 			http.NewServeMux,
 			func(mux *http.ServeMux) huma.API { return api.NewHumaAPI(mux) },
+			newDrainer,
+			func(d *drainer) ports.DrainState { return d },
 			newServer,
 		),
 	)

@@ -81,6 +81,7 @@ type Config struct {
 	ConnectTimeout      time.Duration // --connect-timeout-secs, 10s
 	FirstByteTimeout    time.Duration // --first-byte-timeout-secs, 0 = bounded by RequestTimeout only
 	ShutdownGracePeriod time.Duration // --shutdown-grace-period-secs, 180s
+	ShutdownDrainDelay  time.Duration // --shutdown-drain-delay-secs, 5s: after SIGTERM /readiness answers 503 while new requests are still served this long, then the grace period starts
 	MaxPayloadSize      int64         // --max-payload-size, 512 MiB
 
 	// Observability
@@ -128,6 +129,7 @@ func Default() Config {
 		RequestTimeout:             1800 * time.Second,
 		ConnectTimeout:             10 * time.Second,
 		ShutdownGracePeriod:        180 * time.Second,
+		ShutdownDrainDelay:         5 * time.Second,
 		MaxPayloadSize:             512 << 20,
 		PrometheusHost:             "0.0.0.0",
 		PrometheusPort:             29000,

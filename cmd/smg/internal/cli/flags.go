@@ -149,6 +149,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("first-byte-timeout-secs")
 	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "on SIGTERM, how long in-flight requests may finish")
 	add("shutdown-grace-period-secs")
+	fs.Var(&secsValue{d: &cfg.ShutdownDrainDelay}, "shutdown-drain-delay-secs", "on SIGTERM, /readiness answers 503 at once but new requests are still served this long (load balancers withdraw the endpoint meanwhile), before the listener closes and the grace period starts")
+	add("shutdown-drain-delay-secs")
 
 	group = groupObservability
 	fs.StringVar(&cfg.PrometheusHost, "prometheus-host", cfg.PrometheusHost, "address of the /metrics listener")

@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/worker"
 )
 
 func TestContextErrorNamesTheCause(t *testing.T) {
@@ -46,6 +49,33 @@ func TestContextErrorNamesTheCause(t *testing.T) {
 			assert.False(t, e.Retryable)
 		})
 	}
+}
+
+// blockingAdmitter holds every dispatch until its context ends, like a full decode window.
+type blockingAdmitter struct{}
+
+func (blockingAdmitter) Admit(ctx context.Context, _ *worker.Live, _ int) (func(), error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestADispatchWaitingForADecodeSlotIsCutWith503(t *testing.T) {
+	t.Parallel()
+	d := New(Deps{Admission: blockingAdmitter{}})
+	ctx, cut := context.WithCancelCause(context.Background())
+	time.AfterFunc(10*time.Millisecond, func() { cut(ErrShutdown) })
+	_, err := d.admitDecode(ctx, &worker.Live{}, 1)
+	e, ok := errs.As(err)
+	require.True(t, ok, "a gateway error, not the bare context error: %v", err)
+	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
+	assert.Equal(t, "server_shutting_down", e.Code)
+
+	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = d.admitDecode(tctx, &worker.Live{}, 1)
+	e, ok = errs.As(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, "request_timeout", e.Code, "the request timeout while queued answers 504")
 }
 
 func TestShutdownErrorIsTheSeedShape(t *testing.T) {

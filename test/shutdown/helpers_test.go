@@ -74,24 +74,31 @@ func (l *logBuf) String() string {
 	return l.buf.String()
 }
 
-// startFleet starts one SGLang prefill and one SGLang decode simulator on loopback; the
-// decode spends itl per output token, so a request for n tokens lasts about n × itl.
-func startFleet(t *testing.T, itl time.Duration) (prefill, decode *sim.Server) {
+// startFleet starts one prefill and one decode simulator of engine (sim.EngineSGLang or
+// sim.EngineVLLM with NIXL) on loopback; the decode spends itl per output token, so a
+// request for n tokens lasts about n × itl.
+func startFleet(t *testing.T, engine string, itl time.Duration) (prefill, decode *sim.Server) {
 	t.Helper()
-	prefill = fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: sim.RolePrefill})
-	decode = fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: sim.RoleDecode, ITL: itl})
+	prefill = fleet.StartSim(t, sim.Config{Engine: engine, Role: sim.RolePrefill})
+	decode = fleet.StartSim(t, sim.Config{Engine: engine, Role: sim.RoleDecode, ITL: itl})
 	return prefill, decode
 }
 
 // launch starts `smg launch` in PD mode on a free loopback port in front of prefill and
 // decode, with the given extra flags, and waits until both workers are healthy and
-// /readiness answers 200. At cleanup a process still running is killed.
+// /readiness answers 200. SGLang workers are startup workers (--prefill, --decode); vLLM
+// workers are registered with POST /workers (their kv_connector). At cleanup a process
+// still running is killed.
 func launch(t *testing.T, prefill, decode *sim.Server, flags ...string) *gateway {
 	t.Helper()
-	args := append([]string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", "0",
+	args := []string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", "0",
 		"--prometheus-port", "0", "--log-level", "info", "--policy", "round_robin",
-		"--health-check-interval-secs", "0.25", "--health-success-threshold", "1",
-		"--prefill", prefill.URL(), strconv.Itoa(prefill.BootstrapPort()), "--decode", decode.URL()}, flags...)
+		"--health-check-interval-secs", "0.25", "--health-success-threshold", "1"}
+	sglang := prefill.Config().Engine == sim.EngineSGLang
+	if sglang {
+		args = append(args, "--prefill", prefill.URL(), strconv.Itoa(prefill.BootstrapPort()), "--decode", decode.URL())
+	}
+	args = append(args, flags...)
 	out := &logBuf{addr: make(chan string, 1)}
 	cmd := exec.Command(smgBin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -131,6 +138,16 @@ func launch(t *testing.T, prefill, decode *sim.Server, flags ...string) *gateway
 	}
 	c := newClient()
 	defer c.CloseIdleConnections()
+	if !sglang {
+		for _, s := range []*sim.Server{prefill, decode} {
+			b, _ := json.Marshal(fleet.WorkerSpec(s))
+			resp, err := c.Post(g.URL+"/workers", "application/json", bytes.NewReader(b))
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusAccepted, resp.StatusCode, "POST /workers: %s", body)
+		}
+	}
 	deadline := time.Now().Add(startTimeout)
 	for {
 		if st, _ := readiness(c, g.URL); st == http.StatusOK {
@@ -200,10 +217,13 @@ func readiness(c *http.Client, base string) (int, string) {
 	return resp.StatusCode, body.Reason
 }
 
-// generate is a SGLang /generate body asking for tokens output tokens.
-func generate(tokens int, stream bool) []byte {
-	b, _ := json.Marshal(map[string]any{"text": "tell me a long story", "stream": stream,
-		"sampling_params": map[string]any{"max_new_tokens": tokens}})
+// chatPath is the route the suite sends, served by both engines.
+const chatPath = "/v1/chat/completions"
+
+// chat is an OpenAI chat completion body asking for tokens output tokens.
+func chat(tokens int, stream bool) []byte {
+	b, _ := json.Marshal(map[string]any{"model": "sim-model", "stream": stream, "max_tokens": tokens,
+		"messages": []map[string]any{{"role": "user", "content": "tell me a long story"}}})
 	return b
 }
 

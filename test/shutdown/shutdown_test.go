@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
 )
 
 // Timings of the suite. A decode token takes itl, so a request for longTokens outlasts the
@@ -26,7 +27,8 @@ const (
 	slack = 1500 * time.Millisecond
 )
 
-// SIGTERM with 20 streams and 3 non-streaming requests open, --shutdown-drain-delay-secs 1
+// SIGTERM with 20 streams and 3 non-streaming chat completions open (SGLang parallel and
+// vLLM sequential dispatch), --shutdown-drain-delay-secs 1
 // and --shutdown-grace-period-secs 2: /readiness answers 503 "draining" at once; a new
 // request during the drain delay is served; after it the listener is closed; at the grace
 // deadline (drain delay + grace after SIGTERM) every stream ends with the gateway's error
@@ -35,7 +37,16 @@ const (
 // counters), and smg exits 3 because requests were cut.
 func TestSIGTERMCutsWhatOutlastsTheGracePeriod(t *testing.T) {
 	t.Parallel()
-	prefill, decode := startFleet(t, itl)
+	for _, engine := range []string{sim.EngineSGLang, sim.EngineVLLM} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			testCut(t, engine)
+		})
+	}
+}
+
+func testCut(t *testing.T, engine string) {
+	prefill, decode := startFleet(t, engine, itl)
 	g := launch(t, prefill, decode, "--shutdown-drain-delay-secs", "1", "--shutdown-grace-period-secs", "2")
 	c := newClient()
 	defer c.CloseIdleConnections()
@@ -43,10 +54,10 @@ func TestSIGTERMCutsWhatOutlastsTheGracePeriod(t *testing.T) {
 	const nStreams, nPlain = 20, 3
 	var streams, plain []*call
 	for range nStreams {
-		streams = append(streams, send(c, g.URL, "/generate", generate(longTokens, true)))
+		streams = append(streams, send(c, g.URL, chatPath, chat(longTokens, true)))
 	}
 	for range nPlain {
-		plain = append(plain, send(c, g.URL, "/generate", generate(longTokens, false)))
+		plain = append(plain, send(c, g.URL, chatPath, chat(longTokens, false)))
 	}
 	started := make([]chan struct{}, 0, nStreams)
 	for _, s := range streams {
@@ -72,7 +83,7 @@ func TestSIGTERMCutsWhatOutlastsTheGracePeriod(t *testing.T) {
 	fresh := newClient()
 	defer fresh.CloseIdleConnections()
 	sentAt := time.Since(t0)
-	r := send(fresh, g.URL, "/generate", generate(shortTokens, false))
+	r := send(fresh, g.URL, chatPath, chat(shortTokens, false))
 	waitAll(t, "request during the drain delay", reqTimeout, r.Done)
 	require.NoError(t, r.Err, "a request sent %s after SIGTERM (drain delay %s) is served", sentAt, drainDelay)
 	assert.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
@@ -144,7 +155,7 @@ func TestSIGTERMCutsWhatOutlastsTheGracePeriod(t *testing.T) {
 // one is done — not at the grace deadline.
 func TestSIGTERMDrainsCleanlyAndExitsZero(t *testing.T) {
 	t.Parallel()
-	prefill, decode := startFleet(t, itl)
+	prefill, decode := startFleet(t, sim.EngineSGLang, itl)
 	g := launch(t, prefill, decode, "--shutdown-drain-delay-secs", "1", "--shutdown-grace-period-secs", "2")
 	c := newClient()
 	defer c.CloseIdleConnections()
@@ -152,10 +163,10 @@ func TestSIGTERMDrainsCleanlyAndExitsZero(t *testing.T) {
 	const tokens = 30 // 1.5 s
 	var streams, plain []*call
 	for range 5 {
-		streams = append(streams, send(c, g.URL, "/generate", generate(tokens, true)))
+		streams = append(streams, send(c, g.URL, chatPath, chat(tokens, true)))
 	}
 	for range 2 {
-		plain = append(plain, send(c, g.URL, "/generate", generate(tokens, false)))
+		plain = append(plain, send(c, g.URL, chatPath, chat(tokens, false)))
 	}
 	waitFor(t, "every request running on the decode", startTimeout, func() bool { return decode.Stats().Running == 7 })
 	t0 := g.sigterm(t)

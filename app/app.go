@@ -36,8 +36,9 @@ const stopMargin = 10 * time.Second
 // health checker, the huma API, shared state (memory or Redis), decode admission, PD
 // dispatch (its data-plane routes join the fx group "routes") and the main HTTP server. extra options are appended (tests
 // use fx.Populate, fx.Decorate or fx.Replace). fx's own event log is silent unless
-// --log-level is debug. Start binds the ports; Stop drains within
-// --shutdown-grace-period-secs.
+// --log-level is debug. Start binds the ports; Stop drains (Server: readiness 503,
+// --shutdown-drain-delay-secs, then --shutdown-grace-period-secs) and returns a
+// *ShutdownCutError when the grace period cut requests.
 func New(cfg config.Config, extra ...fx.Option) *fx.App {
 	return fx.New(Options(cfg, extra...))
 }

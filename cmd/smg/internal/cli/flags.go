@@ -147,10 +147,10 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("connect-timeout-secs")
 	fs.Var(&secsValue{d: &cfg.FirstByteTimeout}, "first-byte-timeout-secs", "deadline for a leg's response head (0: only --request-timeout-secs)")
 	add("first-byte-timeout-secs")
-	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "on SIGTERM, how long in-flight requests may finish")
-	add("shutdown-grace-period-secs")
-	fs.Var(&secsValue{d: &cfg.ShutdownDrainDelay}, "shutdown-drain-delay-secs", "on SIGTERM, /readiness answers 503 at once but new requests are still served this long (load balancers withdraw the endpoint meanwhile), before the listener closes and the grace period starts")
+	fs.Var(&secsValue{d: &cfg.ShutdownDrainDelay}, "shutdown-drain-delay-secs", "on SIGTERM, /readiness answers 503 at once but new requests are still served this long, while load balancers withdraw the endpoint; then the listener closes")
 	add("shutdown-drain-delay-secs")
+	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "after the drain delay, how long in-flight requests may finish; then they are cut with 503 server_shutting_down and smg exits 3")
+	add("shutdown-grace-period-secs")
 
 	group = groupObservability
 	fs.StringVar(&cfg.PrometheusHost, "prometheus-host", cfg.PrometheusHost, "address of the /metrics listener")

@@ -23,10 +23,12 @@ import (
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/health"
 	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/ports"
 )
 
-// stopMargin is added to --shutdown-grace-period-secs for fx's stop deadline, so the other
-// OnStop hooks (span flush, metrics listener) still run after a full grace period.
+// stopMargin is added to --shutdown-drain-delay-secs + --shutdown-grace-period-secs for fx's
+// stop deadline, so the other OnStop hooks (span flush, metrics listener) still run after a
+// full drain and grace period.
 const stopMargin = 10 * time.Second
 
 // New builds the gateway: config (validated first: a bad value fails Start with the
@@ -34,8 +36,9 @@ const stopMargin = 10 * time.Second
 // health checker, the huma API, shared state (memory or Redis), decode admission, PD
 // dispatch (its data-plane routes join the fx group "routes") and the main HTTP server. extra options are appended (tests
 // use fx.Populate, fx.Decorate or fx.Replace). fx's own event log is silent unless
-// --log-level is debug. Start binds the ports; Stop drains within
-// --shutdown-grace-period-secs.
+// --log-level is debug. Start binds the ports; Stop drains (Server: readiness 503,
+// --shutdown-drain-delay-secs, then --shutdown-grace-period-secs) and returns a
+// *ShutdownCutError when the grace period cut requests.
 func New(cfg config.Config, extra ...fx.Option) *fx.App {
 	return fx.New(Options(cfg, extra...))
 }
@@ -47,7 +50,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 	}
 	opts := []fx.Option{
 		fx.Supply(cfg),
-		fx.StopTimeout(cfg.ShutdownGracePeriod + stopMargin),
+		fx.StopTimeout(cfg.ShutdownDrainDelay + cfg.ShutdownGracePeriod + stopMargin),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
 			if strings.EqualFold(cfg.LogLevel, "debug") {
 				l := &fxevent.SlogLogger{Logger: log}
@@ -91,6 +94,8 @@ func serverModule() fx.Option {
 		fx.Provide(
 			http.NewServeMux,
 			func(mux *http.ServeMux) huma.API { return api.NewHumaAPI(mux) },
+			newDrainer,
+			func(d *drainer) ports.DrainState { return d },
 			newServer,
 		),
 	)

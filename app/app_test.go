@@ -17,12 +17,15 @@ import (
 
 	"github.com/smg-go/smg/app"
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/ports"
 )
 
-// testConfig is the default config on loopback free ports, /metrics on the main port.
+// testConfig is the default config on loopback free ports, /metrics on the main port, no
+// shutdown drain delay.
 func testConfig() config.Config {
 	cfg := config.Default()
+	cfg.ShutdownDrainDelay = 0
 	cfg.Host = "127.0.0.1"
 	cfg.Port = 0
 	cfg.PrometheusPort = 0
@@ -171,12 +174,14 @@ func TestStopClosesRequestsThatOutlastTheGracePeriod(t *testing.T) {
 	cfg.ShutdownGracePeriod = 50 * time.Millisecond
 	entered := make(chan struct{})
 	var srv *app.Server
+	cause := make(chan error, 1)
 	fa := fx.New(app.Options(cfg, fx.Populate(&srv),
 		route("GET /stuck", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
 			close(entered)
-			<-r.Context().Done() // only ends when the server closes the connection
+			<-r.Context().Done() // only ends when the grace period is over
+			cause <- context.Cause(r.Context())
 		})))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -185,9 +190,13 @@ func TestStopClosesRequestsThatOutlastTheGracePeriod(t *testing.T) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	<-entered
-	require.NoError(t, fa.Stop(ctx))
+	err = fa.Stop(ctx)
+	var cut *app.ShutdownCutError
+	require.ErrorAs(t, err, &cut, "Stop says requests were cut")
+	assert.Equal(t, int64(1), cut.Requests)
+	assert.ErrorIs(t, <-cause, dispatch.ErrShutdown, "the request's context carries the shutdown cause")
 	_, err = io.ReadAll(resp.Body)
-	assert.Error(t, err, "the stuck stream is cut once the grace period is over")
+	assert.NoError(t, err, "the handler saw the cut and ended its response before the connection closed")
 }
 
 func TestAdminAndHealthAPIAreServed(t *testing.T) {

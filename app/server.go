@@ -22,12 +22,14 @@ import (
 // Server is the gateway's main HTTP listener on --host:--port. It serves one
 // *http.ServeMux holding the huma admin/health API and every ports.Route of the fx group
 // "routes", behind the telemetry middleware (request id, server span, debug access log)
-// and a --max-payload-size body limit.
+// and a --max-payload-size body limit. Its shutdown (stop) is the drain platforms expect:
+// readiness 503 and a drain delay, then the grace period, then the cut.
 type Server struct {
 	cfg     config.Config
 	log     *slog.Logger
 	handler http.Handler
 	srv     *http.Server
+	drain   *drainer
 
 	mu sync.Mutex
 	ln net.Listener
@@ -41,13 +43,13 @@ type serverParams struct {
 	Routes    []ports.Route        `group:"routes"`
 	Log       *slog.Logger         `optional:"true"`
 	Tracer    trace.TracerProvider `optional:"true"`
+	Drain     *drainer
 	Lifecycle fx.Lifecycle
 }
 
 // newServer mounts the routes on the mux, wraps it, and registers the listener with the
 // lifecycle: OnStart binds --host:--port (start fails when the port is taken) and serves;
-// OnStop stops accepting and waits up to --shutdown-grace-period-secs for in-flight requests
-// before closing what is left. A route whose pattern is invalid or clashes with one already
+// OnStop drains (see stop). A route whose pattern is invalid or clashes with one already
 // mounted is an error, not a panic.
 func newServer(p serverParams) (*Server, error) {
 	log := p.Log
@@ -68,11 +70,15 @@ func newServer(p serverParams) (*Server, error) {
 		cfg:     p.Config,
 		log:     log,
 		handler: h,
+		drain:   p.Drain,
 		srv: &http.Server{
-			Handler:           h,
+			Handler:           p.Drain.track(h),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			// Every request's context derives from the drainer's: the grace deadline cancels
+			// it with dispatch.ErrShutdown, which the dispatcher answers 503.
+			BaseContext: func(net.Listener) context.Context { return p.Drain.base },
 		},
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
@@ -132,16 +138,43 @@ func (s *Server) start(context.Context) error {
 	return nil
 }
 
-// stop drains: no new connections, in-flight requests get --shutdown-grace-period-secs
-// (bounded also by ctx), then remaining connections are closed.
+// stop is the shutdown platforms expect (Kubernetes, Cloud Run, ECS):
+//
+//  1. At once: /readiness answers 503 "draining" and responses carry Connection: close
+//     (idle keep-alive connections are closed), so clients and load balancers move away.
+//  2. For --shutdown-drain-delay-secs new requests are still served: a load balancer keeps
+//     sending for a few seconds after SIGTERM while it withdraws the endpoint.
+//  3. The listener closes; in-flight requests get --shutdown-grace-period-secs to finish.
+//  4. At the grace deadline every request still in flight is cut: its context is cancelled
+//     with dispatch.ErrShutdown (a non-streaming request is answered 503
+//     server_shutting_down, an open stream gets an SSE error event and data: [DONE]), the
+//     handlers get up to cutFlush to write that, then the connections are closed and stop
+//     returns a *ShutdownCutError (exit code 3). A clean drain returns nil.
+//
+// ctx (fx's stop deadline) bounds every step.
 func (s *Server) stop(ctx context.Context) error {
-	grace := s.cfg.ShutdownGracePeriod
-	s.log.Info("smg shutting down", "grace_period_secs", grace.Seconds())
+	s.drain.draining.Store(true)
+	s.srv.SetKeepAlivesEnabled(false)
+	delay, grace := s.cfg.ShutdownDrainDelay, s.cfg.ShutdownGracePeriod
+	if delay > 0 {
+		s.log.Info("smg draining: /readiness answers 503, new requests are still served until the drain delay ends",
+			"drain_delay_secs", delay.Seconds(), "in_flight", s.drain.active.Load())
+		sleepCtx(ctx, delay)
+	}
+	s.log.Info("smg shutting down: listener closed, in-flight requests get the grace period",
+		"grace_period_secs", grace.Seconds(), "in_flight", s.drain.active.Load())
 	sctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	if err := s.srv.Shutdown(sctx); err != nil {
-		s.log.Warn("grace period over; closing remaining connections", "err", err)
-		return s.srv.Close()
+	if err := s.srv.Shutdown(sctx); err == nil {
+		return nil
 	}
-	return nil
+	cut := s.drain.cutAll()
+	left := s.drain.waitIdle(ctx, cutFlush)
+	s.log.Warn("grace period over: in-flight requests cut with 503 server_shutting_down; closing remaining connections",
+		"cut", cut, "unfinished_after_flush", left)
+	cerr := s.srv.Close()
+	if cut > 0 {
+		return &ShutdownCutError{Requests: cut, Grace: grace}
+	}
+	return cerr
 }

@@ -13,12 +13,13 @@ import (
 
 // Readiness is the /readiness body (smg-spec.md §3.8): 200
 // {"status":"ready","healthy_workers":H,"total_workers":T} or 503
-// {"status":"not ready","reason":"insufficient healthy workers"}.
+// {"status":"not ready","reason":"insufficient healthy workers"}, or, from SIGTERM on, 503
+// {"status":"not ready","reason":"draining"} (smg-spec.md §3.8 lists the reason).
 type Readiness struct {
 	Status         string `json:"status" enum:"ready,not ready"`
 	HealthyWorkers *int   `json:"healthy_workers,omitempty" doc:"Workers with status ready (only when ready)."`
 	TotalWorkers   *int   `json:"total_workers,omitempty" doc:"Registered workers (only when ready)."`
-	Reason         string `json:"reason,omitempty" enum:"insufficient healthy workers" doc:"Why the gateway is not ready (only when not ready)."`
+	Reason         string `json:"reason,omitempty" enum:"insufficient healthy workers,draining" doc:"Why the gateway is not ready (only when not ready); draining: it is shutting down."`
 }
 
 // Model is one /v1/models entry.
@@ -38,6 +39,7 @@ type ModelList struct {
 // Readiness reasons and the /v1/models empty answer (smg-spec.md §3.8).
 const (
 	ReasonInsufficientWorkers = "insufficient healthy workers"
+	ReasonDraining            = "draining"
 	NoModelsAvailable         = "No models available"
 )
 
@@ -89,7 +91,7 @@ func registerHealth(h huma.API, d Deps) {
 	huma.Register(h, huma.Operation{
 		OperationID: "readiness", Method: http.MethodGet, Path: "/readiness",
 		Summary:     "Gateway readiness",
-		Description: "Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy.",
+		Description: "Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.",
 		Tags:        []string{tagHealth},
 		Responses: map[string]*huma.Response{"503": {Description: "Not ready", Content: map[string]*huma.MediaType{
 			"application/json": {Schema: readySchema},
@@ -114,6 +116,10 @@ func registerHealth(h huma.API, d Deps) {
 }
 
 func readiness(d Deps) *readinessOutput {
+	if d.Drain != nil && d.Drain.Draining() {
+		return &readinessOutput{Status: http.StatusServiceUnavailable,
+			Body: Readiness{Status: "not ready", Reason: ReasonDraining}}
+	}
 	var healthy, total, prefill, decode int
 	for _, l := range d.Store.List() {
 		total++

@@ -20,6 +20,9 @@ type Deps struct {
 	Store ports.WorkerStore
 	// Config gives the readiness rule (PDDisaggregation).
 	Config config.Config
+	// Drain, when set, makes /readiness answer 503 "draining" once the shutdown drain
+	// started; nil never drains.
+	Drain ports.DrainState
 }
 
 // Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
@@ -45,10 +48,11 @@ func Register(h huma.API, d Deps) {
 }
 
 // Module registers the operations on the fx-provided huma.API (built with NewHumaAPI by the
-// composition root) with the provided *registry.Service, ports.WorkerStore and config.Config.
+// composition root) with the provided *registry.Service, ports.WorkerStore and config.Config,
+// and the optional ports.DrainState.
 func Module() fx.Option {
 	return fx.Module("api", fx.Invoke(func(p params) {
-		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config})
+		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config, Drain: p.Drain})
 	}))
 }
 
@@ -58,4 +62,5 @@ type params struct {
 	Registry *registry.Service
 	Store    ports.WorkerStore
 	Config   config.Config
+	Drain    ports.DrainState `optional:"true"`
 }

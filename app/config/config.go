@@ -100,6 +100,7 @@ type Config struct {
 	// 0 = bounded by RequestTimeout only.
 	DecodeTimeout       time.Duration
 	ShutdownGracePeriod time.Duration // --shutdown-grace-period-secs, 180s
+	ShutdownDrainDelay  time.Duration // --shutdown-drain-delay-secs, 5s: after SIGTERM /readiness answers 503 while new requests are still served this long, then the grace period starts
 	MaxPayloadSize      int64         // --max-payload-size, 512 MiB
 
 	// Observability
@@ -152,6 +153,7 @@ func Default() Config {
 		FirstByteTimeout:           330 * time.Second,
 		DecodeTimeout:              600 * time.Second,
 		ShutdownGracePeriod:        180 * time.Second,
+		ShutdownDrainDelay:         5 * time.Second,
 		MaxPayloadSize:             512 << 20,
 		PrometheusHost:             "0.0.0.0",
 		PrometheusPort:             29000,

@@ -269,6 +269,8 @@ func (c Config) validateTimeouts() error {
 		return bad("--decode-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.DecodeTimeout))
 	case c.ShutdownGracePeriod < 0:
 		return bad("--shutdown-grace-period-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownGracePeriod))
+	case c.ShutdownDrainDelay < 0:
+		return bad("--shutdown-drain-delay-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownDrainDelay))
 	case c.MaxPayloadSize <= 0:
 		return bad("--max-payload-size", "must be more than 0 bytes (got %d)", c.MaxPayloadSize)
 	}

@@ -118,6 +118,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			`invalid value for --health-check-endpoint: must be a path starting with / (got "health")`},
 		{"negative grace period", func(c *config.Config) { c.ShutdownGracePeriod = -time.Second },
 			"invalid value for --shutdown-grace-period-secs: must be 0 or more seconds (got -1s)"},
+		{"negative drain delay", func(c *config.Config) { c.ShutdownDrainDelay = -time.Second },
+			"invalid value for --shutdown-drain-delay-secs: must be 0 or more seconds (got -1s)"},
 		{"metrics port equals main port", func(c *config.Config) { c.PrometheusPort = c.Port },
 			"invalid value for --prometheus-port: must differ from --port 30000 (use 0 to serve /metrics on the main port)"},
 		{"unknown log level", func(c *config.Config) { c.LogLevel = "loud" },

@@ -319,12 +319,18 @@ func (d *Dispatcher) record(w *worker.Live, status int, err error) {
 	}
 }
 
-// admitDecode claims n decode slots when an Admitter is configured.
+// admitDecode claims n decode slots when an Admitter is configured. A request whose context
+// ends while it waits for a slot gets contextError (503 at the shutdown grace deadline, 504
+// at the request timeout), not the bare context error (which would answer 500).
 func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (func(), error) {
 	if d.admit == nil {
 		return func() {}, nil
 	}
-	return d.admit.Admit(ctx, dc, n)
+	rel, err := d.admit.Admit(ctx, dc, n)
+	if err != nil && ctx.Err() != nil {
+		return nil, contextError(ctx, "waiting for a decode slot")
+	}
+	return rel, err
 }
 
 // readBody reads the client body within --max-payload-size: 413 beyond it.

@@ -330,9 +330,13 @@ func legTransportError(leg string, w *worker.Live, err error, ctx context.Contex
 		Message: fmt.Sprintf("%s%s worker %s transport error: %s", string(leg[0]-32), leg[1:], w.ID, transportCause(err))}
 }
 
-// contextError maps an ended request context: the request timeout answers 504; a client
-// that went away gets a 499-style error nobody reads (logged only).
+// contextError maps an ended request context: the shutdown grace deadline answers 503
+// server_shutting_down (shutdown.go); the request timeout answers 504; a client that went
+// away gets a 499-style error nobody reads (logged only).
 func contextError(ctx context.Context, what string) *errs.Error {
+	if shutdownCut(ctx) {
+		return shutdownError(what)
+	}
 	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &errs.Error{Status: http.StatusGatewayTimeout, Code: "request_timeout",
 			Message: "request timed out " + what}

@@ -92,7 +92,7 @@ func TestLaunchExitsZeroOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	port := strconv.Itoa(freePort(t))
 	cmd := exec.Command(filepath.Join(binDir, "smg"), "launch", "--pd-disaggregation", "--host", "127.0.0.1",
-		"--port", port, "--prometheus-port", "0", "--log-level", "error")
+		"--port", port, "--prometheus-port", "0", "--log-level", "error", "--shutdown-drain-delay-secs", "0")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())

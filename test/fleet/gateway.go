@@ -31,7 +31,8 @@ const (
 // 127.0.0.1 on a free port, /metrics on the main mux (--prometheus-port 0), --policy
 // round_robin, --log-level error, health probes every 250 ms (timeout 5 s so a loaded CI
 // machine does not flap a healthy simulator; one success makes a worker ready; three
-// failures make it not ready), a 5 s shutdown grace period. No startup workers.
+// failures make it not ready), a 5 s shutdown grace period without drain delay (no load
+// balancer in front of a test gateway). No startup workers.
 func DefaultConfig() config.Config {
 	cfg := config.Default()
 	cfg.Host = "127.0.0.1"
@@ -44,6 +45,7 @@ func DefaultConfig() config.Config {
 	cfg.HealthCheckTimeout = 5 * time.Second
 	cfg.HealthSuccessThreshold = 1
 	cfg.ShutdownGracePeriod = 5 * time.Second
+	cfg.ShutdownDrainDelay = 0
 	return cfg
 }
 
@@ -74,7 +76,7 @@ func StartGateway(t testing.TB, cfg config.Config, extra ...fx.Option) *Gateway 
 		app:    a,
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGracePeriod+5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownDrainDelay+cfg.ShutdownGracePeriod+5*time.Second)
 		defer cancel()
 		if err := a.Stop(ctx); err != nil {
 			t.Errorf("stop the gateway: %v", err)

@@ -82,7 +82,7 @@ func StartFleet(ctx context.Context, c FleetConfig) (*Fleet, error) {
 		return nil, err
 	}
 	args := []string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", "0",
-		"--prometheus-port", "0", "--policy", "round_robin", "--log-json"}
+		"--prometheus-port", "0", "--policy", "round_robin", "--log-json", "--shutdown-drain-delay-secs", "0"}
 	if c.Engine == sim.EngineSGLang {
 		args = append(args, "--prefill", f.Prefill.URL, strconv.Itoa(f.Prefill.BootstrapPort), "--decode", f.Decode.URL)
 	}

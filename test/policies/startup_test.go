@@ -108,7 +108,7 @@ func TestLaunchAcceptsValidPolicySetups(t *testing.T) {
 			defer cancel()
 			// Metrics on the main port: parallel subtests must not race for 0.0.0.0:29000.
 			args := append([]string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-				"--prometheus-port", "0", "--log-level", "error"}, tc.args...)
+				"--prometheus-port", "0", "--log-level", "error", "--shutdown-drain-delay-secs", "0"}, tc.args...)
 			cmd := exec.CommandContext(ctx, smgBin, args...)
 			cmd.Env = cleanEnv()
 			var stderr bytes.Buffer

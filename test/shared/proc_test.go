@@ -81,7 +81,7 @@ func (l *logBuf) String() string {
 func startSMG(t *testing.T, name string, p *sim.Server, ds []*sim.Server, flags ...string) *smg {
 	t.Helper()
 	args := []string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", "0",
-		"--prometheus-port", "0", "--log-level", "info", "--shutdown-grace-period-secs", "1",
+		"--prometheus-port", "0", "--log-level", "info", "--shutdown-grace-period-secs", "1", "--shutdown-drain-delay-secs", "0",
 		"--prefill", p.URL(), strconv.Itoa(p.BootstrapPort())}
 	for _, d := range ds {
 		args = append(args, "--decode", d.URL())

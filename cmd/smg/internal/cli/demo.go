@@ -80,6 +80,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	cfg.HealthCheckInterval = 5 * time.Second
 	cfg.HealthCheckTimeout = 2 * time.Second
 	cfg.ShutdownGracePeriod = 5 * time.Second
+	cfg.ShutdownDrainDelay = 0 // no load balancer in front of a demo: stop at once on Ctrl-C
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

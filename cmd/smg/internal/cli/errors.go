@@ -18,14 +18,29 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
-// exitCodeFor maps an error to the process exit code: 1 when the gateway or the demo fleet
-// failed after the configuration was accepted (*runError), else 2: a bad flag, argument,
-// environment value or configuration (*usageError, *config.FlagError, cobra's own errors).
+// Exit codes of `smg launch` besides 0 (served, then drained cleanly) and 2 (bad flag,
+// argument, environment value or configuration).
+const (
+	// exitRunFailed: start-up or the demo fleet failed after the configuration was accepted.
+	exitRunFailed = 1
+	// exitRequestsCut: SIGTERM's drain ran out of --shutdown-grace-period-secs and cut the
+	// requests still in flight (503 server_shutting_down, SSE error event + [DONE]).
+	exitRequestsCut = 3
+)
+
+// exitCodeFor maps an error to the process exit code: 3 when the shutdown grace period cut
+// requests (*cutError), 1 when the gateway or the demo fleet failed after the configuration
+// was accepted (*runError), else 2: a bad flag, argument, environment value or configuration
+// (*usageError, *config.FlagError, cobra's own errors).
 func exitCodeFor(err error) int {
+	var ce *cutError
+	if errors.As(err, &ce) {
+		return exitRequestsCut
+	}
 	var re *runError
 	var fe *config.FlagError
 	if errors.As(err, &re) && !errors.As(err, &fe) {
-		return 1
+		return exitRunFailed
 	}
 	return 2
 }

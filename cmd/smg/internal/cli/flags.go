@@ -155,7 +155,9 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("first-byte-timeout-secs")
 	fs.Var(&secsValue{d: &cfg.DecodeTimeout}, "decode-timeout-secs", "per attempt: non-streaming decode dispatch to its answer (0: only --request-timeout-secs)")
 	add("decode-timeout-secs")
-	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "on SIGTERM, how long in-flight requests may finish")
+	fs.Var(&secsValue{d: &cfg.ShutdownDrainDelay}, "shutdown-drain-delay-secs", "on SIGTERM, /readiness answers 503 at once but new requests are still served this long, while load balancers withdraw the endpoint; then the listener closes")
+	add("shutdown-drain-delay-secs")
+	fs.Var(&secsValue{d: &cfg.ShutdownGracePeriod}, "shutdown-grace-period-secs", "after the drain delay, how long in-flight requests may finish; then they are cut with 503 server_shutting_down and smg exits 3")
 	add("shutdown-grace-period-secs")
 
 	group = groupObservability

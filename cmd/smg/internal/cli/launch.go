@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -90,8 +91,10 @@ func (e *runError) Unwrap() error { return e.err }
 // startTimeout bounds start-up (binding ports, starting the health checker).
 const startTimeout = 15 * time.Second
 
-// serve runs the gateway until ctx ends (SIGINT/SIGTERM), then drains within
-// --shutdown-grace-period-secs. A clean drain returns nil (exit 0).
+// serve runs the gateway until ctx ends (SIGINT/SIGTERM), then drains: readiness 503 and
+// --shutdown-drain-delay-secs of serving, then --shutdown-grace-period-secs for in-flight
+// requests (app.Server). A clean drain returns nil (exit 0); a drain that had to cut
+// requests at the grace deadline returns a *cutError (exit 3).
 func serve(ctx context.Context, cfg config.Config) error {
 	a := app.New(cfg)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -100,10 +103,21 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return &runError{fmt.Errorf("start: %w", err)}
 	}
 	<-ctx.Done()
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownGracePeriod+15*time.Second)
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownDrainDelay+cfg.ShutdownGracePeriod+15*time.Second)
 	defer cancelStop()
 	if err := a.Stop(stopCtx); err != nil {
+		var cut *app.ShutdownCutError
+		if errors.As(err, &cut) {
+			return &cutError{err: fmt.Errorf("stop: %w", err)}
+		}
 		return &runError{fmt.Errorf("stop: %w", err)}
 	}
 	return nil
 }
+
+// cutError is a shutdown whose grace period ended with requests still in flight (exit code
+// 3): the process stopped as asked, but clients saw 503 server_shutting_down.
+type cutError struct{ err error }
+
+func (e *cutError) Error() string { return e.err.Error() }
+func (e *cutError) Unwrap() error { return e.err }

@@ -80,6 +80,7 @@ func TestDefaultsMatchTheSpec(t *testing.T) {
 	assert.Equal(t, 29000, cfg.PrometheusPort)
 	assert.Equal(t, 60*time.Second, cfg.HealthCheckInterval)
 	assert.Equal(t, 180*time.Second, cfg.ShutdownGracePeriod)
+	assert.Equal(t, 5*time.Second, cfg.ShutdownDrainDelay)
 }
 
 func TestFlagsSetTheirFields(t *testing.T) {
@@ -88,7 +89,7 @@ func TestFlagsSetTheirFields(t *testing.T) {
 		"--host", "127.0.0.1", "--port", "31000", "--policy", "round_robin", "--pd-pairing-mode", "strict",
 		"--pd-admission-wait-secs", "0", "--dp-aware", "--health-check-timeout-secs", "2.5",
 		"--health-check-interval-secs", "10", "--retry-max-retries", "3", "--cb-timeout-duration-secs", "30",
-		"--request-timeout-secs", "600", "--shutdown-grace-period-secs", "20", "--prometheus-port", "0",
+		"--request-timeout-secs", "600", "--shutdown-grace-period-secs", "20", "--shutdown-drain-delay-secs", "1.5", "--prometheus-port", "0",
 		"--log-level", "debug", "--redis-url", "redis://127.0.0.1:6379/0", "--tokenizer-path", "/m/tok.json",
 	}, envOf(nil))
 	require.NoError(t, err)
@@ -104,6 +105,7 @@ func TestFlagsSetTheirFields(t *testing.T) {
 	assert.Equal(t, 30*time.Second, cfg.CBTimeout)
 	assert.Equal(t, 600*time.Second, cfg.RequestTimeout)
 	assert.Equal(t, 20*time.Second, cfg.ShutdownGracePeriod)
+	assert.Equal(t, 1500*time.Millisecond, cfg.ShutdownDrainDelay)
 	assert.Equal(t, 0, cfg.PrometheusPort)
 	assert.Equal(t, "debug", cfg.LogLevel)
 	assert.Equal(t, "redis://127.0.0.1:6379/0", cfg.RedisURL)
@@ -233,7 +235,7 @@ func TestHelpIsGrouped(t *testing.T) {
 	for _, flag := range []string{"--pd-disaggregation", "--prefill url", "--decode url", "--policy", "--prefill-policy",
 		"--decode-policy", "--pd-pairing-mode", "--pd-admission-wait-secs", "--dp-aware", "--model-path",
 		"--tokenizer-path", "--host", "--port", "--redis-url", "--health-check-interval-secs",
-		"--shutdown-grace-period-secs", "--prometheus-host", "--prometheus-port", "--log-level"} {
+		"--shutdown-grace-period-secs", "--shutdown-drain-delay-secs", "--prometheus-host", "--prometheus-port", "--log-level"} {
 		assert.Contains(t, help, flag+" ")
 	}
 	pd := help[strings.Index(help, "PD disaggregation:"):strings.Index(help, "Workers:")]
@@ -279,7 +281,7 @@ func TestLaunchServesUntilCancelledThenExitsZero(t *testing.T) {
 	var out, errOut bytes.Buffer
 	go func() {
 		done <- cli.Run(ctx, []string{"launch", "--host", "127.0.0.1", "--port", strconv.Itoa(p), "--prometheus-port", "0",
-			"--log-level", "error", "--pd-disaggregation"}, envOf(nil), &out, &errOut)
+			"--log-level", "error", "--pd-disaggregation", "--shutdown-drain-delay-secs", "0"}, envOf(nil), &out, &errOut)
 	}()
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))

@@ -20,7 +20,8 @@ type Env func(string) (string, bool)
 // Run executes the command line args (without the program name) and returns the exit code:
 // 0 on success or after a clean SIGTERM drain, 2 for a bad flag, argument, environment
 // value or configuration (one line on stderr naming the flag), 1 when start-up or the
-// demo fleet fails. ctx ends on SIGINT/SIGTERM.
+// demo fleet fails, 3 when the SIGTERM drain's grace period ended with requests still in
+// flight and cut them. ctx ends on SIGINT/SIGTERM.
 func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) int {
 	root := newRoot(env, stdout, stderr)
 	root.SetArgs(normalizeArgs(args))

@@ -30,9 +30,11 @@ const (
 // the differing components, e.g.
 //
 //	no prefill worker shares a KV transfer protocol with any decode worker: prefill
-//	http://p:8000 [vllm/nixl/?] vs decode http://d:8000 [vllm/mooncake/?] differ in transport
+//	0b6e… [vllm/nixl/?] vs decode 5c1d… [vllm/mooncake/?] differ in transport
 //
-// (one line). A group of several workers shows "(+N more)" after the URL. At most
+// (one line). Workers are named by id (GET /workers maps ids to URLs), never by address,
+// since the message reaches clients; a worker without an id yet is named by its URL. A
+// group of several workers shows "(+N more)" after the name. At most
 // ExplainMaxCombos combinations are detailed, followed by "; and N more combinations"; keys
 // are cut at ExplainMaxKeyBytes. Compatible combinations are skipped; with nothing to detail
 // the message is ExplainPrefix alone. Cost: O(P + D + Gp·Gd).
@@ -83,10 +85,14 @@ type legGroup struct {
 }
 
 func (g legGroup) who() string {
-	if g.count > 1 {
-		return fmt.Sprintf("%s (+%d more)", g.first.URL, g.count-1)
+	name := g.first.ID
+	if name == "" {
+		name = g.first.URL
 	}
-	return g.first.URL
+	if g.count > 1 {
+		return fmt.Sprintf("%s (+%d more)", name, g.count-1)
+	}
+	return name
 }
 
 func groupLegs(ls []*worker.Live) []legGroup {

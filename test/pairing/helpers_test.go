@@ -160,8 +160,17 @@ func requireNoPair(t *testing.T, r *fleet.Response, want string) {
 
 // explain is the message of a one-prefill, one-decode no_compatible_pd_pair (seed "Explicit
 // Pairing Protocol": it names the components that differ and each leg's key).
-func explain(p, d *sim.Server, pKey, dKey, diffs string) string {
-	return fmt.Sprintf("%s: prefill %s [%s] vs decode %s [%s] differ in %s", seedPrefix, p.URL(), pKey, d.URL(), dKey, diffs)
+// Workers are named by their gateway id, never by address.
+func explain(t *testing.T, g *fleet.Gateway, p, d *sim.Server, pKey, dKey, diffs string) string {
+	id := func(s *sim.Server) string {
+		for _, w := range g.Workers(t) {
+			if w.URL == s.URL() {
+				return w.ID
+			}
+		}
+		return "no worker at " + s.URL()
+	}
+	return fmt.Sprintf("%s: prefill %s [%s] vs decode %s [%s] differ in %s", seedPrefix, id(p), pKey, id(d), dKey, diffs)
 }
 
 // waitStats polls until cond holds for the sims' counters (a Mooncake prefill counts

@@ -84,7 +84,7 @@ func TestStrictPairsHTTPWorkersOnlyWithProtocolOrConnector(t *testing.T) {
 			r := g.Post(t, "/v1/completions", completion("strict or not", 3, false), nil)
 			require.Equal(t, tc.status, r.Status, "%s", r.Body)
 			if tc.status != http.StatusOK {
-				requireNoPair(t, r, explain(p, d, tc.key, tc.key, "transport"))
+				requireNoPair(t, r, explain(t, g, p, d, tc.key, tc.key, "transport"))
 				assert.Zero(t, fleet.SumStats(p, d).Requests)
 				return
 			}

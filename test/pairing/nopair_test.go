@@ -27,7 +27,7 @@ func TestNixlPrefillWithMooncakeDecodeIsRefusedUntilACompatibleDecodeJoins(t *te
 	register(t, g, mc, nil)
 	waitDetected(t, g, 2)
 
-	want := explain(p, mc, "vllm/nixl/?", "vllm/mooncake/?", "transport")
+	want := explain(t, g, p, mc, "vllm/nixl/?", "vllm/mooncake/?", "transport")
 	for _, tc := range []struct {
 		name, path string
 		body       map[string]any
@@ -174,7 +174,7 @@ func TestIncompatibleComponentsAreNamed(t *testing.T) {
 			waitDetected(t, g, 2)
 			assert.Equal(t, map[string]string{p.URL(): tc.pKey, d.URL(): tc.dKey}, pairingKeys(t, g))
 			requireNoPair(t, g.Post(t, "/v1/completions", completion("which part differs", 2, false), nil),
-				explain(p, d, tc.pKey, tc.dKey, tc.diffs))
+				explain(t, g, p, d, tc.pKey, tc.dKey, tc.diffs))
 			assert.Zero(t, fleet.SumStats(p, d).Requests)
 		})
 	}

@@ -34,8 +34,10 @@ type open struct {
 	// fails cancels it with its *legFault as the cause.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// reqCtx is the request's context (the client and --request-timeout-secs).
+	// reqCtx is the request's context (the client and --request-timeout-secs); its end
+	// cancels the legs until detach is called.
 	reqCtx context.Context
+	detach func() bool
 	// pdone delivers the parallel prefill's result once; nil on the sequential path.
 	pdone   chan prefillResult
 	pResult *prefillResult
@@ -79,18 +81,43 @@ func (o *open) awaitPrefill() *legFault {
 	return o.pResult.fault
 }
 
-// finish waits for the prefill leg (its drain must end before the legs' context does, or
-// the KV transfer would be aborted), records a prefill fault that came after the response
-// was committed (an uncommitted attempt's fault is its error, recorded by the retry loop),
-// then releases the legs. Safe to call more than once.
+// finish ends an attempt's legs. Once the response was committed and the decode ended,
+// the client's response is already complete: the prefill leg, if still running, is drained
+// in the background — closing it early would abort the KV transfer (seed "Failures,
+// Cancellation, and Streaming") — bounded by the request's deadline but no longer by the
+// client, and a prefill fault that comes then is recorded on its worker. An uncommitted
+// attempt's legs are cancelled at once (its fault is its error, recorded by the retry
+// loop). Safe to call more than once.
 func (d *Dispatcher) finish(o *open, committed bool) {
-	if f := o.awaitPrefill(); f != nil && committed {
-		d.recordFault(f)
-	}
 	if o.decodeResp != nil {
 		_ = o.decodeResp.Body.Close()
 	}
-	o.cancel(nil)
+	if !committed || o.pdone == nil {
+		o.cancel(nil)
+		return
+	}
+	o.detach()
+	go func() {
+		if f := o.awaitPrefill(); f != nil {
+			d.recordFault(f)
+		}
+		o.cancel(nil)
+	}()
+}
+
+// legContext is an attempt's legs' context: cancelled when the request's context ends (the
+// client, --request-timeout-secs, shutdown; with its cause) until detach is called, and
+// always at the request's deadline, so a prefill drained after the client's response is
+// complete is not cut by the handler's return.
+func legContext(req context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
+	base := context.WithoutCancel(req)
+	var stopDeadline context.CancelFunc = func() {}
+	if dl, ok := req.Deadline(); ok {
+		base, stopDeadline = context.WithDeadline(base, dl)
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	detach := context.AfterFunc(req, func() { cancel(context.Cause(req)) })
+	return ctx, func(cause error) { cancel(cause); stopDeadline() }, detach
 }
 
 func ok2xx(s int) bool { return s >= 200 && s < 300 }
@@ -110,8 +137,8 @@ func ok2xx(s int) bool { return s >= 200 && s < 300 }
 // Nothing waits for the prefill's head: a decode answer that is malformed fails at once.
 func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs handoff.Legs,
 	p, dc *worker.Live, hdr http.Header) (*open, error) {
-	legCtx, cancel := context.WithCancelCause(ctx)
-	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx, pdone: make(chan prefillResult, 1),
+	legCtx, cancel, detach := legContext(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx, pdone: make(chan prefillResult, 1),
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault { return d.prefillTimeoutFault(p, "sent no response head") })

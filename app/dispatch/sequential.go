@@ -42,8 +42,8 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		return false, err
 	}
 	defer rel()
-	legCtx, cancel := context.WithCancelCause(ctx)
-	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx,
+	legCtx, cancel, detach := legContext(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	o.prefillDone.Store(true) // the decode leg starts only once the prefill answered
 	path := rq.Route.Path()

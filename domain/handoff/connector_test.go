@@ -179,3 +179,20 @@ func TestOutcomeNames(t *testing.T) {
 	}
 	assert.True(t, handoff.OutcomeMinted.HandedOff())
 }
+
+func TestMooncakeWithoutEngineIDSendsNoPrefillLeg(t *testing.T) {
+	t.Parallel()
+	req, err := handoff.Inspect(handoff.RouteCompletions, []byte(`{"model":"m","prompt":"p","max_tokens":5}`))
+	require.NoError(t, err)
+	plan, err := handoff.PlanSequential(&handoff.Mooncake{Host: "h", Port: 8998, NewUUID: func() string { return "u" }}, req)
+	require.NoError(t, err)
+	assert.True(t, plan.SkipPrefill)
+	assert.Nil(t, plan.Prefill)
+	body, outcome := plan.Decode(nil)
+	assert.Equal(t, handoff.OutcomeRecompute, outcome)
+	assert.JSONEq(t, `{"model":"m","prompt":"p","max_tokens":5}`, string(body))
+
+	plan, err = handoff.PlanSequential(&handoff.Mooncake{Host: "h", Port: 8998, EngineID: "e", NewUUID: func() string { return "u" }}, req)
+	require.NoError(t, err)
+	assert.False(t, plan.SkipPrefill, "with an engine id the prefill leg runs")
+}

@@ -200,6 +200,7 @@ func TestVLLMFallbacksAndRefusals(t *testing.T) {
 		assert.Equal(t, sim.RecomputeText(userPrompt("no engine id"), 3), apiChat.text(t, r.Object(t)))
 		waitIdle(t, pre, dec)
 		assert.Equal(t, int64(1), dec.Stats().RecomputedPrompts)
+		assert.Zero(t, pre.Stats().Requests, "no wasted one-token prefill leg: nothing could be handed off")
 		assert.Equal(t, 1.0, g.Metrics(t).Sum("smg_pd_kv_connector_mode_total", "mode", "mooncake"))
 	})
 	t.Run("prefill transport error is 502", func(t *testing.T) {

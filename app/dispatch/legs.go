@@ -98,6 +98,10 @@ func (d *Dispatcher) finish(o *open, committed bool) {
 	}
 	o.detach()
 	go func() {
+		if dl, ok := o.reqCtx.Deadline(); ok { // the drain stays bounded by the request's deadline
+			t := time.AfterFunc(time.Until(dl), func() { o.cancel(context.DeadlineExceeded) })
+			defer t.Stop()
+		}
 		if f := o.awaitPrefill(); f != nil {
 			d.recordFault(f)
 		}
@@ -106,18 +110,13 @@ func (d *Dispatcher) finish(o *open, committed bool) {
 }
 
 // legContext is an attempt's legs' context: cancelled when the request's context ends (the
-// client, --request-timeout-secs, shutdown; with its cause) until detach is called, and
-// always at the request's deadline, so a prefill drained after the client's response is
-// complete is not cut by the handler's return.
+// client, --request-timeout-secs, shutdown; with its cause) until detach is called, so a
+// prefill drained after the client's response is complete is not cut by the handler's
+// return (finish then bounds it by the request's deadline itself).
 func legContext(req context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
-	base := context.WithoutCancel(req)
-	var stopDeadline context.CancelFunc = func() {}
-	if dl, ok := req.Deadline(); ok {
-		base, stopDeadline = context.WithDeadline(base, dl)
-	}
-	ctx, cancel := context.WithCancelCause(base)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(req))
 	detach := context.AfterFunc(req, func() { cancel(context.Cause(req)) })
-	return ctx, func(cause error) { cancel(cause); stopDeadline() }, detach
+	return ctx, cancel, detach
 }
 
 func ok2xx(s int) bool { return s >= 200 && s < 300 }

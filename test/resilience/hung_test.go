@@ -95,6 +95,7 @@ func TestHungWorkerLeavesRotation(t *testing.T) {
 				r := f.Gateway.Post(t, "/v1/chat/completions", chat(fmt.Sprintf("hung fleet %d", i%3), 4, false), nil)
 				require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
 				assert.Contains(t, string(r.Body), chatText(fmt.Sprintf("hung fleet %d", i%3), 4), "a real handoff")
+				t.Logf("request %d: %v (hung worker hit: %v)", i, r.Elapsed.Round(time.Millisecond), hung.Stats().Requests > before)
 				if hung.Stats().Requests > before {
 					hits++
 					assert.Less(t, r.Elapsed, c.hitLimit, "request %d hit the hung worker: bounded by its deadline", i)
@@ -168,6 +169,7 @@ func TestMalformedLegFailsFast(t *testing.T) {
 				elapsed = r.Elapsed
 				requireError(t, r, http.StatusBadGateway, c.code)
 			}
+			t.Logf("%s: answered in %v", c.name, elapsed.Round(time.Millisecond))
 			assert.Less(t, elapsed, time.Second, "never waits for the peer's handoff timeout")
 
 			waitIdle(t, f.Sims()...)

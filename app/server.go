@@ -61,7 +61,7 @@ func newServer(p serverParams) (*Server, error) {
 			return nil, err
 		}
 	}
-	var h http.Handler = p.Mux
+	h := unmatched(p.Mux)
 	if p.Config.MaxPayloadSize > 0 {
 		h = http.MaxBytesHandler(h, p.Config.MaxPayloadSize)
 	}

@@ -124,7 +124,19 @@ func (d *Dispatcher) Routes() []ports.Route {
 	for _, p := range []string{"/v1/embeddings", "/v1/classify", "/classify", "/v1/score"} {
 		rs = append(rs, ports.Route{Pattern: "POST " + p, Handler: http.HandlerFunc(unsupported)})
 	}
+	for _, p := range []string{"GET " + wire.PathResponses + "/{id}", "DELETE " + wire.PathResponses + "/{id}",
+		"POST " + wire.PathResponses + "/{id}/cancel", "GET " + wire.PathResponses + "/{id}/input_items"} {
+		rs = append(rs, ports.Route{Pattern: p, Handler: http.HandlerFunc(storedResponses)})
+	}
 	return rs
+}
+
+// storedResponses answers the stored-response routes of /v1/responses with a clear 501: a
+// stored response lives on the decode engine that answered it, and the PD router does not
+// track which one (ask again with "store": false, or keep the response on the client).
+func storedResponses(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, errs.New(http.StatusNotImplemented, wire.CodeNotSupported,
+		"%s %s is not supported in PD mode: a stored response lives on the decode worker that answered it, and the gateway does not track which one", r.Method, r.URL.Path))
 }
 
 func unsupported(w http.ResponseWriter, r *http.Request) {

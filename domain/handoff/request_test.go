@@ -88,6 +88,7 @@ func TestInspectRejectsBadBodies(t *testing.T) {
 		{"invalid JSON", `{"model":`, "json_parse_error", "failed to parse request body: invalid JSON at byte 9"},
 		{"array body", `[{"model":"m"}]`, "invalid_request", "request body must be a JSON object"},
 		{"stream not bool", `{"stream":"yes"}`, "invalid_request", `"stream" must be a boolean, got string`},
+		{"model not a string", `{"model":5}`, "invalid_request", `"model" must be a string, got number`},
 		{"n zero", `{"n":0}`, "invalid_request", `"n" must be an integer >= 1, got 0`},
 		{"n fraction", `{"n":1.5}`, "invalid_request", `"n" must be an integer >= 1, got 1.5`},
 	}

@@ -140,6 +140,9 @@ const (
 	// (SGLang's KVTransferError; engines.md §2.4). Not seed codes.
 	CodePrefillKVTransferFailed = "prefill_kv_transfer_failed"
 	CodeDecodeKVTransferFailed  = "decode_kv_transfer_failed"
+	// CodeNotFound (404) and CodeMethodNotAllowed (405) answer a request no route matches.
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
 )
 
 // Worker-management API error codes (smg-spec.md §3.2, §3.4, §6.6). These endpoints answer

@@ -92,6 +92,26 @@ func TestSGLangCountTokensAndUnsupportedAPIs(t *testing.T) {
 		assert.Equal(t, "Not Implemented", e.Error.Type, p)
 		assert.Contains(t, e.Error.Message, p+" is not supported in PD mode", p)
 	}
+	for _, rt := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/responses/resp_1"}, {http.MethodDelete, "/v1/responses/resp_1"},
+		{http.MethodPost, "/v1/responses/resp_1/cancel"}, {http.MethodGet, "/v1/responses/resp_1/input_items"},
+	} {
+		req, err := http.NewRequest(rt.method, g.URL+rt.path, nil)
+		require.NoError(t, err)
+		r, err := g.Do(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusNotImplemented, r.Status, rt.path)
+		assert.Equal(t, wire.CodeNotSupported, r.Header.Get(wire.HeaderErrorCode), rt.path)
+		assert.Contains(t, decodeError(t, r).Error.Message, "stored response", rt.path)
+	}
+	r = g.Post(t, "/v1/no-such-route", `{}`, nil)
+	assert.Equal(t, http.StatusNotFound, r.Status)
+	assert.Equal(t, wire.CodeNotFound, r.Header.Get(wire.HeaderErrorCode))
+	assert.Equal(t, "Not Found", decodeError(t, r).Error.Type)
+	r = g.Get(t, "/v1/chat/completions")
+	assert.Equal(t, http.StatusMethodNotAllowed, r.Status)
+	assert.Equal(t, wire.CodeMethodNotAllowed, r.Header.Get(wire.HeaderErrorCode))
+	assert.Equal(t, "POST", r.Header.Get("Allow"))
 	assert.Len(t, pre.Requests(), 1, "unsupported APIs reach no engine")
 	assert.Empty(t, dec.Requests())
 }

@@ -38,7 +38,7 @@ func TestUnmatchedAnswersInTheErrorShape(t *testing.T) {
 			var body struct {
 				Error struct {
 					Type, Code, Message string
-					Param              *string
+					Param               *string
 				}
 			}
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())

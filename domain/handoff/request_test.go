@@ -65,7 +65,7 @@ func TestInspect(t *testing.T) {
 		{"generate return_logprob list", handoff.RouteGenerate, `{"text":["a","b"],"return_logprob":[false,true]}`, want{n: 1, batch: 2, logprobs: true}},
 		{"messages ignores n and logprobs", handoff.RouteMessages, `{"model":"m","n":3,"logprobs":true,"stream":true}`, want{n: 1, model: "m", stream: true}},
 		{"responses", handoff.RouteResponses, `{"input":"hi","request_id":"r-1"}`, want{n: 1, requestID: "r-1"}},
-		{"rerank", handoff.RouteRerank, `{"query":"q","documents":["a"],"model":7}`, want{n: 1}},
+		{"rerank", handoff.RouteRerank, `{"query":"q","documents":["a"],"model":"r"}`, want{n: 1, model: "r"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,11 @@ package grpcengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	sglangpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/sglang"
 	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
@@ -12,8 +16,20 @@ import (
 
 // HealthCheck implements ports.GRPCEngines: w.Runtime's HealthCheck RPC, bounded by ctx.
 // It returns nil iff the engine answered healthy=true; an unhealthy answer gives an error
-// with the engine's message; RPC failures are returned as they are (gRPC status).
+// with the engine's message; RPC failures are returned as they are (gRPC status). After an
+// UNAVAILABLE failure the channel's reconnect backoff is reset, so the next probe (not a
+// backoff timer) decides when a restarted engine is reached again.
 func (p *Pool) HealthCheck(ctx context.Context, w worker.Worker) error {
+	err := p.healthCheck(ctx, w)
+	if status.Code(errors.Unwrap(err)) == codes.Unavailable || status.Code(err) == codes.Unavailable {
+		if cc, cerr := p.Conn(w); cerr == nil {
+			cc.ResetConnectBackoff()
+		}
+	}
+	return err
+}
+
+func (p *Pool) healthCheck(ctx context.Context, w worker.Worker) error {
 	var healthy bool
 	var msg string
 	switch w.Runtime {

@@ -88,8 +88,11 @@ func (o Options) dialOptions(secure bool) []grpc.DialOption {
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return d.DialContext(ctx, "tcp", addr)
 		}),
+		// Reconnect backoff capped at 10 s (grpc-go's default cap is 120 s): a restarted
+		// engine is reachable again by the next health probe, as with SMG's lazily
+		// reconnecting channels.
 		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.DefaultConfig,
+			Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 10 * time.Second},
 			MinConnectTimeout: o.ConnectTimeout,
 		}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{

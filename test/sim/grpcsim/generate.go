@@ -164,6 +164,8 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 			}
 		}
 		if dieAfter >= 0 && i == dieAfter {
+			// Let the chunks already sent leave the transport's buffers, then cut the line.
+			_ = s.sleep(ctx, 100*time.Millisecond)
 			s.resetConn(ctx)
 			return status.Error(codes.Unavailable, "injected fault: died mid-stream")
 		}

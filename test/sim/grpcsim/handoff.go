@@ -160,17 +160,18 @@ func (s *Server) keep(key string, p kvPayload) error {
 		s.c.duplicate.Add(1)
 		return status.Errorf(codes.InvalidArgument, "KV transfer key %s is already in use", strings.SplitN(key, ":", 2)[1])
 	}
-	go func() {
+	s.serve(func() {
 		t := time.NewTimer(s.cfg.HandoffTimeout)
 		defer t.Stop()
 		select {
 		case <-sl.taken:
+		case <-s.done:
 		case <-t.C:
 			if !s.kv.drop(key, sl) {
 				s.c.unmatched.Add(1)
 			}
 		}
-	}()
+	})
 	return nil
 }
 

@@ -39,6 +39,7 @@ type Server struct {
 	conns     sync.Map // remote addr -> net.Conn (the reset fault closes one)
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	done      chan struct{} // closed by Close: ends KV leases
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
@@ -55,7 +56,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, cache: map[uint64]struct{}{}}
+	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, cache: map[uint64]struct{}{}, done: make(chan struct{})}
 	for _, f := range cfg.Faults {
 		ff, _ := ParseFault(f)
 		s.faults = append(s.faults, ff)
@@ -118,6 +119,7 @@ func (s *Server) serve(f func()) {
 // Close stops every listener and in-flight RPC and waits for them.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.done)
 		s.grpc.Stop()
 		_ = s.stats.Close()
 		if s.boot != nil {

@@ -85,7 +85,7 @@ func TestGetTokenizerStreamsAZipInChunksWithTheShaLast(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	big := bytes.Repeat([]byte("0123456789abcdef"), 12<<10) // 192 KiB, compresses well
-	rnd := make([]byte, 150<<10) // incompressible: the zip spans several chunks
+	rnd := make([]byte, 150<<10)                            // incompressible: the zip spans several chunks
 	src := rand.New(rand.NewPCG(1, 2))
 	for i := range rnd {
 		rnd[i] = byte(src.Uint32())

@@ -149,3 +149,37 @@ func TestSeedTokenSpeedGRPCLaunch(t *testing.T) {
 	}
 	assert.Equal(t, "12", ws[s[1].URL()].Labels["max_num_seqs"])
 }
+
+// A vLLM prefill restarted without a pinned engine id comes back with a new one; after it
+// recovers, GET /workers shows (and handoffs would be minted with) the new id.
+func TestRestartedVLLMPrefillEngineIDIsReReadAfterRecovery(t *testing.T) {
+	t.Parallel()
+	mc := func(role, id string, port int) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: role, EngineID: id, Port: port, KVConnector: grpcsim.ConnectorMooncake}
+	}
+	s := sims(t, mc(grpcsim.RolePrefill, "before", 0), mc(grpcsim.RoleDecode, "d", 0))
+	p := s[0]
+	url, pport := p.URL(), p.Port()
+	cfg := fleet.DefaultConfig()
+	cfg.Prefill, cfg.Decode = []config.PrefillSpec{{URL: url, BootstrapPort: port(8998)}}, []string{s[1].URL()}
+	g := fleet.StartGateway(t, cfg)
+	view := func() workerView {
+		r := g.Get(t, "/workers")
+		var l struct {
+			Workers []workerView `json:"workers"`
+		}
+		require.NoError(t, json.Unmarshal(r.Body, &l))
+		for _, w := range l.Workers {
+			if w.URL == url {
+				return w
+			}
+		}
+		return workerView{}
+	}
+	require.Eventually(t, func() bool { w := view(); return w.Status == "ready" && w.KVEngineID == "before" }, fleet.ReadyTimeout, 20*time.Millisecond)
+	_ = p.Close()
+	require.Eventually(t, func() bool { return view().Status == "not_ready" }, fleet.ReadyTimeout, 20*time.Millisecond)
+	sims(t, mc(grpcsim.RolePrefill, "after", pport))
+	require.Eventually(t, func() bool { return view().Status == "ready" }, fleet.ReadyTimeout, 20*time.Millisecond)
+	assert.Equal(t, "after", view().KVEngineID)
+}

@@ -164,3 +164,26 @@ func TestVLLMAbortAndCancellation(t *testing.T) {
 	assert.Equal(t, "abort", r.complete.GetFinishReason())
 	assert.Equal(t, int64(2), d.Stats().AbortRPCs)
 }
+
+func TestVLLMWrongBlocksFailWithinTheHandoffTimeoutAndMooncakeWithoutIDRecomputes(t *testing.T) {
+	t.Parallel()
+	timeout := 250 * time.Millisecond
+	p := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RolePrefill})
+	d := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RoleDecode, HandoffTimeout: timeout})
+	dc := vllmpb.NewVllmEngineClient(dial(t, d))
+	ctx := ctxT(t, 10*time.Second)
+	begin := time.Now()
+	r := vGenerate(ctx, dc, vReq("w", prompt(3), 2, map[string]any{"do_remote_prefill": true, "remote_block_ids": []string{"nope"},
+		"remote_engine_id": "x", "remote_host": "127.0.0.1", "remote_port": p.BootstrapPort()}))
+	assert.Equal(t, codes.Internal, status.Code(r.err))
+	assert.Less(t, time.Since(begin), timeout+2*time.Second)
+	assert.Equal(t, int64(1), d.Stats().UnmatchedRooms)
+
+	md := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RoleDecode, KVConnector: grpcsim.ConnectorMooncake})
+	r = vGenerate(ctx, vllmpb.NewVllmEngineClient(dial(t, md)), &vllmpb.GenerateRequest{RequestId: "legacy",
+		Input:            &vllmpb.GenerateRequest_Tokenized{Tokenized: &vllmpb.TokenizedInput{InputIds: prompt(3)}},
+		KvTransferParams: &vllmpb.KvTransferParams{RemoteHost: "127.0.0.1", RemotePort: 8998}})
+	require.NoError(t, r.err)
+	assert.Equal(t, grpcsim.RecomputeTokens(prompt(3), 16), r.complete.GetOutputIds(), "legacy host/port only: recompute")
+	assert.Equal(t, int64(1), md.Stats().RecomputedPrompts)
+}

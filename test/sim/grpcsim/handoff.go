@@ -110,14 +110,21 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 		payload := kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID()}
 		switch s.cfg.transport() {
 		case "nixl":
-			id := fmt.Sprintf("blk-%d", blockSeq.Add(1))
-			if err := s.keep("nixl:"+id, payload); err != nil {
+			// Engine-shaped params (engines.md §3.1): one block list per KV-cache group and
+			// the prefill's internal request id, which names the blocks to pull.
+			seq := blockSeq.Add(1)
+			rid := fmt.Sprintf("%s-p%d", req.id, seq)
+			if err := s.keep("nixl:"+rid, payload); err != nil {
 				return local, err
+			}
+			blocks := make([]int64, 0, 4)
+			for i := range int64(max(1, (len(req.ids)+s.cfg.PageSize-1)/s.cfg.PageSize)) {
+				blocks = append(blocks, seq*1000+i)
 			}
 			out, _ := json.Marshal(map[string]any{
 				"do_remote_prefill": true, "do_remote_decode": false,
-				"remote_block_ids": []string{id}, "remote_engine_id": s.engineID(),
-				"remote_host": s.cfg.Host, "remote_port": s.BootstrapPort(), "tp_size": 1,
+				"remote_block_ids": [][]int64{blocks}, "remote_engine_id": s.engineID(),
+				"remote_request_id": rid, "remote_host": s.cfg.Host, "remote_port": s.BootstrapPort(), "tp_size": 1,
 			})
 			js := string(out)
 			local.kvParamsJSON = &js
@@ -137,13 +144,15 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 		host, _ := p["remote_host"].(string)
 		port, _ := p["remote_port"].(float64)
 		blocks, _ := p["remote_block_ids"].([]any)
+		rid, _ := p["remote_request_id"].(string)
 		tid, _ := p["transfer_id"].(string)
 		addr, _ := p["remote_bootstrap_addr"].(string)
 		engine, _ := p["remote_engine_id"].(string)
 		switch {
-		case s.cfg.transport() == "nixl" && host != "" && port > 0 && len(blocks) > 0:
-			id := fmt.Sprint(blocks[0])
-			return s.receive(ctx, req, "http://"+net.JoinHostPort(host, strconv.Itoa(int(port))), "nixl:"+id, "")
+		// vLLM pulls only with do_remote_prefill and every one of remote_block_ids,
+		// remote_engine_id, remote_request_id, remote_host, remote_port (engines.md §3.1).
+		case s.cfg.transport() == "nixl" && host != "" && port > 0 && len(blocks) > 0 && rid != "" && engine != "":
+			return s.receive(ctx, req, "http://"+net.JoinHostPort(host, strconv.Itoa(int(port))), "nixl:"+rid, engine)
 		case s.cfg.transport() == "mooncake" && tid != "" && addr != "" && engine != "":
 			return s.receive(ctx, req, addr, "mc:"+tid, engine)
 		}

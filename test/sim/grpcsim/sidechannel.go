@@ -12,10 +12,11 @@ import (
 )
 
 // The prefill's side channel (its bootstrap port): GET /kv?key=<key>[&engine_id=<id>]
-// claims the KV under key and returns it as JSON. Rooms and Mooncake transfers are
+// claims the KV under key and returns it as JSON; NIXL and Mooncake keys must name this
+// engine's id. Rooms and Mooncake transfers are
 // long-polled until the prefill registers them (bounded by the prefill's HandoffTimeout
 // and the caller's context); NIXL blocks must already exist. Statuses: 200 with the
-// payload, 404 nothing (in time), 409 a duplicate claim or a wrong Mooncake engine id.
+// payload, 404 nothing (in time), 409 a duplicate claim or a wrong engine id.
 const kvPath = "/kv"
 
 func (s *Server) serveKV(w http.ResponseWriter, r *http.Request) {
@@ -24,7 +25,7 @@ func (s *Server) serveKV(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "key is required", http.StatusBadRequest)
 		return
 	}
-	if id := r.URL.Query().Get("engine_id"); strings.HasPrefix(key, "mc:") && id != s.engineID() {
+	if id := r.URL.Query().Get("engine_id"); (strings.HasPrefix(key, "mc:") || strings.HasPrefix(key, "nixl:")) && id != s.engineID() {
 		http.Error(w, fmt.Sprintf("remote_engine_id %q is not this engine (%s)", id, s.engineID()), http.StatusConflict)
 		return
 	}

@@ -72,6 +72,10 @@ func TestVLLMNixlPull(t *testing.T) {
 	assert.Equal(t, true, params["do_remote_prefill"])
 	assert.Equal(t, "pe", params["remote_engine_id"])
 	assert.Equal(t, float64(p.BootstrapPort()), params["remote_port"])
+	groups, _ := params["remote_block_ids"].([]any)
+	require.Len(t, groups, 1, "one block list per KV-cache group")
+	assert.Len(t, groups[0], 1, "7 prompt tokens fit one 16-token block")
+	assert.NotEmpty(t, params["remote_request_id"])
 
 	dr := vGenerate(ctx, dc, vReq("v1", ids, 4, params))
 	require.NoError(t, dr.err)
@@ -90,12 +94,13 @@ func TestVLLMMissingParamsRecompute(t *testing.T) {
 	d := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RoleDecode})
 	dc := vllmpb.NewVllmEngineClient(dial(t, d))
 	ctx := ctxT(t, 5*time.Second)
-	for _, params := range []map[string]any{nil, {"do_remote_prefill": true}, {"do_remote_prefill": false, "remote_host": "h"}} {
+	for _, params := range []map[string]any{nil, {"do_remote_prefill": true}, {"do_remote_prefill": false, "remote_host": "h"},
+		{"do_remote_prefill": true, "remote_host": "127.0.0.1", "remote_port": 1, "remote_block_ids": [][]int{{1}}, "remote_engine_id": "e"}} {
 		r := vGenerate(ctx, dc, vReq("m", prompt(3), 2, params))
 		require.NoError(t, r.err)
 		assert.Equal(t, grpcsim.RecomputeTokens(prompt(3), 2), r.complete.GetOutputIds())
 	}
-	assert.Equal(t, int64(3), d.Stats().RecomputedPrompts)
+	assert.Equal(t, int64(4), d.Stats().RecomputedPrompts, "without remote_request_id vLLM recomputes")
 
 	bad := "[1,2]"
 	r := vGenerate(ctx, dc, &vllmpb.GenerateRequest{RequestId: "b", KvTransferParamsJson: &bad,
@@ -173,8 +178,8 @@ func TestVLLMWrongBlocksFailWithinTheHandoffTimeoutAndMooncakeWithoutIDRecompute
 	dc := vllmpb.NewVllmEngineClient(dial(t, d))
 	ctx := ctxT(t, 10*time.Second)
 	begin := time.Now()
-	r := vGenerate(ctx, dc, vReq("w", prompt(3), 2, map[string]any{"do_remote_prefill": true, "remote_block_ids": []string{"nope"},
-		"remote_engine_id": "x", "remote_host": "127.0.0.1", "remote_port": p.BootstrapPort()}))
+	r := vGenerate(ctx, dc, vReq("w", prompt(3), 2, map[string]any{"do_remote_prefill": true, "remote_block_ids": [][]int{{1}},
+		"remote_request_id": "nope", "remote_engine_id": p.Config().EngineID, "remote_host": "127.0.0.1", "remote_port": p.BootstrapPort()}))
 	assert.Equal(t, codes.Internal, status.Code(r.err))
 	assert.Less(t, time.Since(begin), timeout+2*time.Second)
 	assert.Equal(t, int64(1), d.Stats().UnmatchedRooms)

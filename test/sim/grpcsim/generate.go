@@ -18,6 +18,7 @@ type genRequest struct {
 	id        string
 	ids       []uint32
 	maxTokens int // < 0 = Config.DefaultMaxTokens
+	n         int // samples (SamplingParams.n); 0 = 1
 	stream    bool
 	stopIDs   []uint32
 
@@ -35,6 +36,7 @@ type genRequest struct {
 type event struct {
 	malformed bool // neither chunk nor complete (the malformed fault)
 	complete  bool
+	index     uint32 // the sample (n > 1)
 
 	ids                                          []uint32 // chunk delta, or complete output_ids
 	promptTokens, completionTokens, cachedTokens uint32
@@ -143,55 +145,83 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 	if h.pdPrefill {
 		n = 1
 	}
-	var toks []uint32
-	if h.source == 'k' {
-		toks = HandoffTokens(req.ids, n)
-	} else {
-		toks = RecomputeTokens(req.ids, n)
+	return s.stream(ctx, req, h, n, cached, dieAfter, send)
+}
+
+// stream generates n tokens for each of req.n samples (index 0 is [HandoffTokens] or
+// [RecomputeTokens]; sample i > 0 is [SampleTokens]) and sends them: with stream=true one
+// delta chunk per token per sample, samples interleaved step by step, then a complete per
+// sample repeating its final delta; with stream=false one complete per sample with all its
+// ids. Counts are cumulative per sample. An Abort RPC ends every sample with "abort".
+func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n, cached, dieAfter int, send sender) error {
+	samples := max(req.n, 1)
+	toks := make([][]uint32, samples)
+	for i := range toks {
+		toks[i] = SampleTokens(req.ids, h.source == 'k', i, n)
 	}
-	ev := event{promptTokens: uint32(len(req.ids)), cachedTokens: uint32(cached)}
-	var out []uint32
-	finish := "length"
-	var matched *uint32
-	for i, t := range toks {
-		if i > 0 || s.cfg.ITL > 0 {
+	outs := make([][]uint32, samples)
+	finish := make([]string, samples)
+	matched := make([]*uint32, samples)
+	ev := func(i int) event {
+		return event{index: uint32(i), promptTokens: uint32(len(req.ids)), cachedTokens: uint32(cached),
+			completionTokens: uint32(len(outs[i]))}
+	}
+	live := samples
+	for j := 0; j < n && live > 0; j++ {
+		if j > 0 || s.cfg.ITL > 0 {
 			if err := s.sleep(ctx, s.cfg.ITL); err != nil {
-				if errors.Is(context.Cause(ctx), errAbortRPC) {
-					finish = "abort"
-					break
+				if !errors.Is(context.Cause(ctx), errAbortRPC) {
+					return err
 				}
-				return err
+				for i := range finish {
+					if finish[i] == "" {
+						finish[i] = "abort"
+					}
+				}
+				break
 			}
 		}
-		if dieAfter >= 0 && i == dieAfter {
+		if dieAfter >= 0 && j == dieAfter {
 			// Let the chunks already sent leave the transport's buffers, then cut the line.
 			_ = s.sleep(ctx, 100*time.Millisecond)
 			s.resetConn(ctx)
 			return status.Error(codes.Unavailable, "injected fault: died mid-stream")
 		}
-		out = append(out, t)
-		s.c.genTokens.Add(1)
-		last := i == len(toks)-1
-		if slices.Contains(req.stopIDs, t) {
-			finish, matched, last = "stop", &toks[i], true
-		}
-		if req.stream {
-			ev.ids, ev.completionTokens = []uint32{t}, uint32(len(out))
-			if err := send(ev); err != nil {
-				return err
+		for i := range toks {
+			if finish[i] != "" {
+				continue
+			}
+			t := toks[i][j]
+			outs[i] = append(outs[i], t)
+			s.c.genTokens.Add(1)
+			if slices.Contains(req.stopIDs, t) {
+				finish[i], matched[i] = "stop", &toks[i][j]
+				live--
+			}
+			if req.stream {
+				e := ev(i)
+				e.ids = []uint32{t}
+				if err := send(e); err != nil {
+					return err
+				}
 			}
 		}
-		if last {
-			break
+	}
+	for i := range toks {
+		e := ev(i)
+		e.complete, e.finish, e.matchedToken, e.kvParamsJSON = true, finish[i], matched[i], h.kvParamsJSON
+		if e.finish == "" {
+			e.finish = "length"
+		}
+		e.ids = outs[i]
+		if req.stream && len(outs[i]) > 0 {
+			e.ids = outs[i][len(outs[i])-1:] // streaming: the complete repeats the final delta (grpc.md §3.1)
+		}
+		if err := send(e); err != nil {
+			return err
 		}
 	}
-	ev.complete, ev.finish, ev.matchedToken, ev.kvParamsJSON = true, finish, matched, h.kvParamsJSON
-	ev.completionTokens = uint32(len(out))
-	ev.ids = out
-	if req.stream && len(out) > 0 {
-		ev.ids = out[len(out)-1:] // streaming: the complete repeats the final delta (grpc.md §3.1)
-	}
-	return send(ev)
+	return nil
 }
 
 // sleep waits d or until ctx ends; a cancelled RPC counts as aborted and gives CANCELLED,

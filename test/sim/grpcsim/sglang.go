@@ -22,7 +22,7 @@ type sglangService struct {
 
 func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStreamingServer[sglangpb.GenerateResponse]) error {
 	req := genRequest{id: r.GetRequestId(), ids: r.GetTokenized().GetInputIds(), stream: r.GetStream(),
-		stopIDs: r.GetSamplingParams().GetStopTokenIds(), maxTokens: -1}
+		stopIDs: r.GetSamplingParams().GetStopTokenIds(), maxTokens: -1, n: int(r.GetSamplingParams().GetN())}
 	if sp := r.GetSamplingParams(); sp != nil && sp.MaxNewTokens != nil {
 		req.maxTokens = int(sp.GetMaxNewTokens())
 	}
@@ -35,14 +35,14 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 		case ev.malformed:
 		case ev.complete:
 			c := &sglangpb.GenerateComplete{OutputIds: ev.ids, FinishReason: ev.finish, PromptTokens: ev.promptTokens,
-				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens}
+				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}
 			if ev.matchedToken != nil {
 				c.MatchedStop = &sglangpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
 			resp.Response = &sglangpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &sglangpb.GenerateResponse_Chunk{Chunk: &sglangpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
 		}
 		return st.Send(resp)
 	})

@@ -147,3 +147,38 @@ func TestSGLangErrorsAreStatuses(t *testing.T) {
 	_, err = dc.Embed(ctx, &sglangpb.EmbedRequest{})
 	assert.Equal(t, codes.Unimplemented, status.Code(err))
 }
+
+func TestNGreaterThanOneStreamsIndexedSamples(t *testing.T) {
+	t.Parallel()
+	d := start(t, grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: grpcsim.RoleDecode})
+	dc := sglangpb.NewSglangSchedulerClient(dial(t, d))
+	ids := prompt(4)
+	req := sgReq("n2", ids, 3, true, nil)
+	req.SamplingParams.N = 2
+	st, err := dc.Generate(ctxT(t, 5*time.Second), req)
+	require.NoError(t, err)
+	got := map[uint32][]uint32{}
+	var completes []*sglangpb.GenerateComplete
+	var order []uint32
+	for {
+		m, err := st.Recv()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if ch := m.GetChunk(); ch != nil {
+			got[ch.GetIndex()] = append(got[ch.GetIndex()], ch.GetTokenIds()...)
+			order = append(order, ch.GetIndex())
+			assert.Equal(t, uint32(len(got[ch.GetIndex()])), ch.GetCompletionTokens(), "cumulative per sample")
+		}
+		if c := m.GetComplete(); c != nil {
+			completes = append(completes, c)
+		}
+	}
+	assert.Equal(t, []uint32{0, 1, 0, 1, 0, 1}, order, "samples interleave step by step")
+	assert.Equal(t, grpcsim.RecomputeTokens(ids, 3), got[0])
+	assert.Equal(t, grpcsim.SampleTokens(ids, false, 1, 3), got[1])
+	assert.NotEqual(t, got[0], got[1])
+	require.Len(t, completes, 2)
+	assert.Equal(t, []uint32{0, 1}, []uint32{completes[0].GetIndex(), completes[1].GetIndex()})
+}

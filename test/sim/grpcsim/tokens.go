@@ -33,6 +33,16 @@ func HandoffTokens(ids []uint32, n int) []uint32 { return tokensFrom(Digest(ids)
 // prompt itself (no handoff: a non-PD request, a recompute, a prefill's own first token).
 func RecomputeTokens(ids []uint32, n int) []uint32 { return tokensFrom(Digest(ids), 'r', n) }
 
+// SampleTokens are the n ids of sample index i (SamplingParams.n > 1) for prompt ids;
+// sample 0 is HandoffTokens (handoff true) or RecomputeTokens.
+func SampleTokens(ids []uint32, handoff bool, i, n int) []uint32 {
+	source := byte('r')
+	if handoff {
+		source = 'k'
+	}
+	return tokensFrom(Digest(ids)+uint64(i)*0x632be59bd9b4e019, source, n)
+}
+
 func tokensFrom(digest uint64, source byte, n int) []uint32 {
 	out := make([]uint32, n)
 	x := digest ^ uint64(source)<<56

@@ -22,7 +22,7 @@ type tokenspeedService struct {
 
 func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.ServerStreamingServer[tokenspeedpb.GenerateResponse]) error {
 	req := genRequest{id: r.GetRequestId(), ids: r.GetTokenized().GetInputIds(), stream: r.GetStream(),
-		stopIDs: r.GetSamplingParams().GetStopTokenIds(), maxTokens: -1}
+		stopIDs: r.GetSamplingParams().GetStopTokenIds(), maxTokens: -1, n: int(r.GetSamplingParams().GetN())}
 	if sp := r.GetSamplingParams(); sp != nil && sp.MaxNewTokens != nil {
 		req.maxTokens = int(sp.GetMaxNewTokens())
 	}
@@ -35,14 +35,14 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 		case ev.malformed:
 		case ev.complete:
 			c := &tokenspeedpb.GenerateComplete{OutputIds: ev.ids, FinishReason: ev.finish, PromptTokens: ev.promptTokens,
-				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens}
+				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}
 			if ev.matchedToken != nil {
 				c.MatchedStop = &tokenspeedpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
 			resp.Response = &tokenspeedpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &tokenspeedpb.GenerateResponse_Chunk{Chunk: &tokenspeedpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
 		}
 		return st.Send(resp)
 	})

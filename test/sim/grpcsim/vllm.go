@@ -19,7 +19,7 @@ type vllmService struct {
 
 func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamingServer[vllmpb.GenerateResponse]) error {
 	req := genRequest{id: r.GetRequestId(), ids: r.GetTokenized().GetInputIds(), stream: r.GetStream(),
-		stopIDs: r.GetSamplingParams().GetStopTokenIds(), maxTokens: -1}
+		stopIDs: r.GetSamplingParams().GetStopTokenIds(), maxTokens: -1, n: int(r.GetSamplingParams().GetN())}
 	if sp := r.GetSamplingParams(); sp != nil && sp.MaxTokens != nil {
 		req.maxTokens = int(sp.GetMaxTokens())
 	}
@@ -37,14 +37,14 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		case ev.malformed:
 		case ev.complete:
 			c := &vllmpb.GenerateComplete{OutputIds: ev.ids, FinishReason: ev.finish, PromptTokens: ev.promptTokens,
-				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, KvTransferParamsJson: ev.kvParamsJSON}
+				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, KvTransferParamsJson: ev.kvParamsJSON, Index: ev.index}
 			if ev.matchedToken != nil {
 				c.MatchedStop = &vllmpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
 			resp.Response = &vllmpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &vllmpb.GenerateResponse_Chunk{Chunk: &vllmpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
 		}
 		return st.Send(resp)
 	})

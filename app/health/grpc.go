@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/smg-go/smg/domain/worker"
@@ -78,8 +77,7 @@ func (c *Checker) refreshEngineID(ctx context.Context, e ports.GRPCEngines, w *w
 	default:
 		old := w.EngineID()
 		if w.SetEngineID(id) {
-			c.log.Log(context.Background(), slog.LevelInfo, "KV engine id changed", "worker", w.URL,
-				"worker_id", w.ID, "from", old, "to", id)
+			c.log.Info("KV engine id changed", "worker", w.URL, "worker_id", w.ID, "from", old, "to", id)
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 
 // WithGRPC installs the gRPC engine client that activates grpc:// and grpcs:// workers
 // (runtime detection through GetServerInfo/GetModelInfo, HealthCheck probes). Without one
-// such workers are stored pending with runtime sglang, as before. Call it before Start.
+// such workers are stored pending with runtime sglang, as before. Call it before the first
+// Register (Module does, when a ports.GRPCEngines is provided).
 func (s *Service) WithGRPC(e ports.GRPCEngines) *Service {
 	s.grpc = e
 	return s

@@ -110,3 +110,17 @@ func TestGRPCWorkerThatDoesNotAnswerStaysPending(t *testing.T) {
 	assert.Equal(t, worker.StatusPending, l.Status())
 	assert.Equal(t, worker.RuntimeUnspecified, l.Runtime, "not detected yet")
 }
+
+func TestGRPCWorkerWithHealthChecksOffIsDetectedOnceThenReady(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.DisableHealthCheck = true
+	s := newGRPCService(t, cfg)
+	srv := startGRPCSim(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RoleDecode})
+	l := readyWorker(t, s, registry.Spec{URL: srv.URL(), WorkerType: "decode"})
+	assert.Equal(t, worker.RuntimeVLLM, l.Runtime, "detected without a health probe")
+	assert.Equal(t, "NixlConnector", l.KVConnector)
+
+	g := readyWorker(t, s, registry.Spec{URL: "grpc://127.0.0.1:1", WorkerType: "decode"})
+	assert.Equal(t, worker.RuntimeSGLang, g.Runtime, "an unreachable worker is registered with the default runtime")
+}

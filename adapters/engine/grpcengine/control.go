@@ -2,7 +2,6 @@ package grpcengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -21,7 +20,7 @@ import (
 // backoff timer) decides when a restarted engine is reached again.
 func (p *Pool) HealthCheck(ctx context.Context, w worker.Worker) error {
 	err := p.healthCheck(ctx, w)
-	if status.Code(errors.Unwrap(err)) == codes.Unavailable || status.Code(err) == codes.Unavailable {
+	if status.Code(err) == codes.Unavailable { // status.Code sees through the wrapping
 		if cc, cerr := p.Conn(w); cerr == nil {
 			cc.ResetConnectBackoff()
 		}

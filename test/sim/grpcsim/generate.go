@@ -67,7 +67,7 @@ func (s *Server) generate(ctx context.Context, req genRequest, send sender) erro
 	if errors.Is(err, errAbortRPC) { // an Abort RPC ended it before any token: finish "abort"
 		err = send(event{complete: true, finish: "abort", promptTokens: uint32(len(req.ids))})
 	}
-	if err != nil {
+	if err != nil && status.Code(err) != codes.Canceled { // a cancelled client got no answer: aborted only
 		s.c.errors.Add(1)
 	}
 	return err

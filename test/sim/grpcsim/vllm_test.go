@@ -192,3 +192,18 @@ func TestVLLMWrongBlocksFailWithinTheHandoffTimeoutAndMooncakeWithoutIDRecompute
 	assert.Equal(t, grpcsim.RecomputeTokens(prompt(3), 16), r.complete.GetOutputIds(), "legacy host/port only: recompute")
 	assert.Equal(t, int64(1), md.Stats().RecomputedPrompts)
 }
+
+func TestCancelledRPCIsAbortedNotAnError(t *testing.T) {
+	t.Parallel()
+	d := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RoleDecode, ITL: 20 * time.Millisecond})
+	dc := vllmpb.NewVllmEngineClient(dial(t, d))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan vResult, 1)
+	go func() { done <- vGenerate(ctx, dc, vReq("c", prompt(2), 1000, nil)) }()
+	require.Eventually(t, func() bool { return d.Stats().Running == 1 }, waitFor, tick)
+	cancel()
+	<-done
+	require.Eventually(t, func() bool { return d.Stats().Running == 0 }, waitFor, tick)
+	assert.Equal(t, int64(1), d.Stats().Aborted)
+	assert.Equal(t, int64(0), d.Stats().Errors)
+}

@@ -67,7 +67,7 @@ func (s *Server) generate(ctx context.Context, req genRequest, send sender) erro
 	if errors.Is(err, errAbortRPC) { // an Abort RPC ended it before any token: finish "abort"
 		err = send(event{complete: true, finish: "abort", promptTokens: uint32(len(req.ids))})
 	}
-	if err != nil && status.Code(err) != codes.Canceled { // a cancelled client got no answer: aborted only
+	if err != nil && ctx.Err() == nil { // a cancelled or expired RPC got no answer: aborted only
 		s.c.errors.Add(1)
 	}
 	return err
@@ -249,6 +249,9 @@ func (s *Server) cancelled(ctx context.Context) error {
 	s.c.lastAbort.Store(time.Now().UnixMilli())
 	if errors.Is(context.Cause(ctx), errAbortRPC) {
 		return fmt.Errorf("%w", errAbortRPC)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, "the request's deadline passed")
 	}
 	return status.Error(codes.Canceled, "request cancelled by the client")
 }

@@ -26,7 +26,7 @@ type Stats struct {
 	Running        int64 `json:"running"`
 	MaxRunningSeen int64 `json:"max_running_seen"`
 	// Errors counts RPCs that ended with a non-OK status (faults included), except those the
-	// client cancelled (counted in Aborted).
+	// client cancelled or let expire (counted in Aborted).
 	Errors int64 `json:"errors"`
 	// Waiting is always 0 (no batching model); kept for the shared counter names.
 	Waiting int64 `json:"waiting"`

@@ -80,7 +80,7 @@ func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool) (handof
 func (s *Server) receive(ctx context.Context, req genRequest, base, key, engineID string) (handoffResult, error) {
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.HandoffTimeout)
 	defer cancel()
-	p, err := fetchKV(fctx, base, key, engineID)
+	p, err := s.fetchKV(fctx, base, key, engineID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return handoffResult{}, s.cancelled(ctx)

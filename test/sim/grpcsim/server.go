@@ -40,6 +40,7 @@ type Server struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close: ends KV leases
+	hc        *http.Client  // a decode's side-channel client (own transport, closed by Close)
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
@@ -56,7 +57,8 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, cache: map[uint64]struct{}{}, done: make(chan struct{})}
+	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, cache: map[uint64]struct{}{}, done: make(chan struct{}),
+		hc: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}}}
 	for _, f := range cfg.Faults {
 		ff, _ := ParseFault(f)
 		s.faults = append(s.faults, ff)
@@ -126,6 +128,7 @@ func (s *Server) Close() error {
 			_ = s.boot.Close()
 		}
 		s.wg.Wait()
+		s.hc.CloseIdleConnections()
 	})
 	return nil
 }

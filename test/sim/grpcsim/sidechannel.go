@@ -46,7 +46,7 @@ func (s *Server) serveKV(w http.ResponseWriter, r *http.Request) {
 }
 
 // fetchKV claims key from the side channel at base ("http://host:port"), bounded by ctx.
-func fetchKV(ctx context.Context, base, key, engineID string) (kvPayload, error) {
+func (s *Server) fetchKV(ctx context.Context, base, key, engineID string) (kvPayload, error) {
 	q := url.Values{"key": {key}}
 	if engineID != "" {
 		q.Set("engine_id", engineID)
@@ -55,7 +55,7 @@ func fetchKV(ctx context.Context, base, key, engineID string) (kvPayload, error)
 	if err != nil {
 		return kvPayload{}, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.hc.Do(req)
 	if err != nil {
 		return kvPayload{}, err
 	}

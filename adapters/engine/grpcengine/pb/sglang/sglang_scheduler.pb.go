@@ -2226,6 +2226,349 @@ func (x *ListLoadedLoRAAdaptersResponse) GetLoadedAdapters() []*LoadedLoRAAdapte
 	return nil
 }
 
+// Weight updates and internal-state access: published, not served through the service yet.
+type UpdateWeightsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Source:
+	//
+	//	*UpdateWeightsRequest_DiskPath
+	//	*UpdateWeightsRequest_TensorData
+	//	*UpdateWeightsRequest_RemoteUrl
+	Source        isUpdateWeightsRequest_Source `protobuf_oneof:"source"`
+	WeightName    string                        `protobuf:"bytes,4,opt,name=weight_name,json=weightName,proto3" json:"weight_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWeightsRequest) Reset() {
+	*x = UpdateWeightsRequest{}
+	mi := &file_sglang_scheduler_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWeightsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWeightsRequest) ProtoMessage() {}
+
+func (x *UpdateWeightsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sglang_scheduler_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWeightsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateWeightsRequest) Descriptor() ([]byte, []int) {
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *UpdateWeightsRequest) GetSource() isUpdateWeightsRequest_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *UpdateWeightsRequest) GetDiskPath() string {
+	if x != nil {
+		if x, ok := x.Source.(*UpdateWeightsRequest_DiskPath); ok {
+			return x.DiskPath
+		}
+	}
+	return ""
+}
+
+func (x *UpdateWeightsRequest) GetTensorData() []byte {
+	if x != nil {
+		if x, ok := x.Source.(*UpdateWeightsRequest_TensorData); ok {
+			return x.TensorData
+		}
+	}
+	return nil
+}
+
+func (x *UpdateWeightsRequest) GetRemoteUrl() string {
+	if x != nil {
+		if x, ok := x.Source.(*UpdateWeightsRequest_RemoteUrl); ok {
+			return x.RemoteUrl
+		}
+	}
+	return ""
+}
+
+func (x *UpdateWeightsRequest) GetWeightName() string {
+	if x != nil {
+		return x.WeightName
+	}
+	return ""
+}
+
+type isUpdateWeightsRequest_Source interface {
+	isUpdateWeightsRequest_Source()
+}
+
+type UpdateWeightsRequest_DiskPath struct {
+	DiskPath string `protobuf:"bytes,1,opt,name=disk_path,json=diskPath,proto3,oneof"`
+}
+
+type UpdateWeightsRequest_TensorData struct {
+	TensorData []byte `protobuf:"bytes,2,opt,name=tensor_data,json=tensorData,proto3,oneof"`
+}
+
+type UpdateWeightsRequest_RemoteUrl struct {
+	RemoteUrl string `protobuf:"bytes,3,opt,name=remote_url,json=remoteUrl,proto3,oneof"`
+}
+
+func (*UpdateWeightsRequest_DiskPath) isUpdateWeightsRequest_Source() {}
+
+func (*UpdateWeightsRequest_TensorData) isUpdateWeightsRequest_Source() {}
+
+func (*UpdateWeightsRequest_RemoteUrl) isUpdateWeightsRequest_Source() {}
+
+type UpdateWeightsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Success       bool                   `protobuf:"varint,1,opt,name=success,proto3" json:"success,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWeightsResponse) Reset() {
+	*x = UpdateWeightsResponse{}
+	mi := &file_sglang_scheduler_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWeightsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWeightsResponse) ProtoMessage() {}
+
+func (x *UpdateWeightsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sglang_scheduler_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWeightsResponse.ProtoReflect.Descriptor instead.
+func (*UpdateWeightsResponse) Descriptor() ([]byte, []int) {
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *UpdateWeightsResponse) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *UpdateWeightsResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type GetInternalStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateKeys     []string               `protobuf:"bytes,1,rep,name=state_keys,json=stateKeys,proto3" json:"state_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInternalStateRequest) Reset() {
+	*x = GetInternalStateRequest{}
+	mi := &file_sglang_scheduler_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInternalStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInternalStateRequest) ProtoMessage() {}
+
+func (x *GetInternalStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sglang_scheduler_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInternalStateRequest.ProtoReflect.Descriptor instead.
+func (*GetInternalStateRequest) Descriptor() ([]byte, []int) {
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetInternalStateRequest) GetStateKeys() []string {
+	if x != nil {
+		return x.StateKeys
+	}
+	return nil
+}
+
+type GetInternalStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         *structpb.Struct       `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInternalStateResponse) Reset() {
+	*x = GetInternalStateResponse{}
+	mi := &file_sglang_scheduler_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInternalStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInternalStateResponse) ProtoMessage() {}
+
+func (x *GetInternalStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sglang_scheduler_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInternalStateResponse.ProtoReflect.Descriptor instead.
+func (*GetInternalStateResponse) Descriptor() ([]byte, []int) {
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GetInternalStateResponse) GetState() *structpb.Struct {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type SetInternalStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         *structpb.Struct       `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetInternalStateRequest) Reset() {
+	*x = SetInternalStateRequest{}
+	mi := &file_sglang_scheduler_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetInternalStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetInternalStateRequest) ProtoMessage() {}
+
+func (x *SetInternalStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sglang_scheduler_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetInternalStateRequest.ProtoReflect.Descriptor instead.
+func (*SetInternalStateRequest) Descriptor() ([]byte, []int) {
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SetInternalStateRequest) GetState() *structpb.Struct {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type SetInternalStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Success       bool                   `protobuf:"varint,1,opt,name=success,proto3" json:"success,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetInternalStateResponse) Reset() {
+	*x = SetInternalStateResponse{}
+	mi := &file_sglang_scheduler_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetInternalStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetInternalStateResponse) ProtoMessage() {}
+
+func (x *SetInternalStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sglang_scheduler_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetInternalStateResponse.ProtoReflect.Descriptor instead.
+func (*SetInternalStateResponse) Descriptor() ([]byte, []int) {
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SetInternalStateResponse) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *SetInternalStateResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type GetModelInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2234,7 +2577,7 @@ type GetModelInfoRequest struct {
 
 func (x *GetModelInfoRequest) Reset() {
 	*x = GetModelInfoRequest{}
-	mi := &file_sglang_scheduler_proto_msgTypes[28]
+	mi := &file_sglang_scheduler_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2589,7 @@ func (x *GetModelInfoRequest) String() string {
 func (*GetModelInfoRequest) ProtoMessage() {}
 
 func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[28]
+	mi := &file_sglang_scheduler_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2602,7 @@ func (x *GetModelInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetModelInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{28}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{34}
 }
 
 type GetModelInfoResponse struct {
@@ -2288,7 +2631,7 @@ type GetModelInfoResponse struct {
 
 func (x *GetModelInfoResponse) Reset() {
 	*x = GetModelInfoResponse{}
-	mi := &file_sglang_scheduler_proto_msgTypes[29]
+	mi := &file_sglang_scheduler_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2643,7 @@ func (x *GetModelInfoResponse) String() string {
 func (*GetModelInfoResponse) ProtoMessage() {}
 
 func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[29]
+	mi := &file_sglang_scheduler_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2656,7 @@ func (x *GetModelInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetModelInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{29}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetModelInfoResponse) GetModelPath() string {
@@ -2450,7 +2793,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_sglang_scheduler_proto_msgTypes[30]
+	mi := &file_sglang_scheduler_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2805,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[30]
+	mi := &file_sglang_scheduler_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2818,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{30}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{36}
 }
 
 // server_args carries the engine's arguments, among them the PD pairing facts
@@ -2499,7 +2842,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_sglang_scheduler_proto_msgTypes[31]
+	mi := &file_sglang_scheduler_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2854,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[31]
+	mi := &file_sglang_scheduler_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2867,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{31}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetServerInfoResponse) GetServerArgs() *structpb.Struct {
@@ -2608,7 +2951,7 @@ type GetLoadsRequest struct {
 
 func (x *GetLoadsRequest) Reset() {
 	*x = GetLoadsRequest{}
-	mi := &file_sglang_scheduler_proto_msgTypes[32]
+	mi := &file_sglang_scheduler_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2963,7 @@ func (x *GetLoadsRequest) String() string {
 func (*GetLoadsRequest) ProtoMessage() {}
 
 func (x *GetLoadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[32]
+	mi := &file_sglang_scheduler_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2976,7 @@ func (x *GetLoadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoadsRequest.ProtoReflect.Descriptor instead.
 func (*GetLoadsRequest) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{32}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetLoadsRequest) GetDpRank() int32 {
@@ -2663,7 +3006,7 @@ type GetLoadsResponse struct {
 
 func (x *GetLoadsResponse) Reset() {
 	*x = GetLoadsResponse{}
-	mi := &file_sglang_scheduler_proto_msgTypes[33]
+	mi := &file_sglang_scheduler_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2675,7 +3018,7 @@ func (x *GetLoadsResponse) String() string {
 func (*GetLoadsResponse) ProtoMessage() {}
 
 func (x *GetLoadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[33]
+	mi := &file_sglang_scheduler_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2688,7 +3031,7 @@ func (x *GetLoadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoadsResponse.ProtoReflect.Descriptor instead.
 func (*GetLoadsResponse) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{33}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetLoadsResponse) GetTimestamp() string {
@@ -2751,7 +3094,7 @@ type SchedulerLoad struct {
 
 func (x *SchedulerLoad) Reset() {
 	*x = SchedulerLoad{}
-	mi := &file_sglang_scheduler_proto_msgTypes[34]
+	mi := &file_sglang_scheduler_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +3106,7 @@ func (x *SchedulerLoad) String() string {
 func (*SchedulerLoad) ProtoMessage() {}
 
 func (x *SchedulerLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[34]
+	mi := &file_sglang_scheduler_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +3119,7 @@ func (x *SchedulerLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerLoad.ProtoReflect.Descriptor instead.
 func (*SchedulerLoad) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{34}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SchedulerLoad) GetDpRank() int32 {
@@ -2910,7 +3253,7 @@ type MemoryMetrics struct {
 
 func (x *MemoryMetrics) Reset() {
 	*x = MemoryMetrics{}
-	mi := &file_sglang_scheduler_proto_msgTypes[35]
+	mi := &file_sglang_scheduler_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3265,7 @@ func (x *MemoryMetrics) String() string {
 func (*MemoryMetrics) ProtoMessage() {}
 
 func (x *MemoryMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[35]
+	mi := &file_sglang_scheduler_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3278,7 @@ func (x *MemoryMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryMetrics.ProtoReflect.Descriptor instead.
 func (*MemoryMetrics) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{35}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MemoryMetrics) GetWeightGb() float64 {
@@ -2976,7 +3319,7 @@ type SpeculativeMetrics struct {
 
 func (x *SpeculativeMetrics) Reset() {
 	*x = SpeculativeMetrics{}
-	mi := &file_sglang_scheduler_proto_msgTypes[36]
+	mi := &file_sglang_scheduler_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3331,7 @@ func (x *SpeculativeMetrics) String() string {
 func (*SpeculativeMetrics) ProtoMessage() {}
 
 func (x *SpeculativeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[36]
+	mi := &file_sglang_scheduler_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3344,7 @@ func (x *SpeculativeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeculativeMetrics.ProtoReflect.Descriptor instead.
 func (*SpeculativeMetrics) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{36}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SpeculativeMetrics) GetAcceptLength() float64 {
@@ -3029,7 +3372,7 @@ type LoRAMetrics struct {
 
 func (x *LoRAMetrics) Reset() {
 	*x = LoRAMetrics{}
-	mi := &file_sglang_scheduler_proto_msgTypes[37]
+	mi := &file_sglang_scheduler_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3384,7 @@ func (x *LoRAMetrics) String() string {
 func (*LoRAMetrics) ProtoMessage() {}
 
 func (x *LoRAMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[37]
+	mi := &file_sglang_scheduler_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3397,7 @@ func (x *LoRAMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoRAMetrics.ProtoReflect.Descriptor instead.
 func (*LoRAMetrics) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{37}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LoRAMetrics) GetSlotsUsed() int32 {
@@ -3095,7 +3438,7 @@ type DisaggregationMetrics struct {
 
 func (x *DisaggregationMetrics) Reset() {
 	*x = DisaggregationMetrics{}
-	mi := &file_sglang_scheduler_proto_msgTypes[38]
+	mi := &file_sglang_scheduler_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3450,7 @@ func (x *DisaggregationMetrics) String() string {
 func (*DisaggregationMetrics) ProtoMessage() {}
 
 func (x *DisaggregationMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[38]
+	mi := &file_sglang_scheduler_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3463,7 @@ func (x *DisaggregationMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisaggregationMetrics.ProtoReflect.Descriptor instead.
 func (*DisaggregationMetrics) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{38}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DisaggregationMetrics) GetMode() string {
@@ -3191,7 +3534,7 @@ type QueueMetrics struct {
 
 func (x *QueueMetrics) Reset() {
 	*x = QueueMetrics{}
-	mi := &file_sglang_scheduler_proto_msgTypes[39]
+	mi := &file_sglang_scheduler_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3546,7 @@ func (x *QueueMetrics) String() string {
 func (*QueueMetrics) ProtoMessage() {}
 
 func (x *QueueMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[39]
+	mi := &file_sglang_scheduler_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3559,7 @@ func (x *QueueMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueMetrics.ProtoReflect.Descriptor instead.
 func (*QueueMetrics) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{39}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *QueueMetrics) GetWaiting() int32 {
@@ -3261,7 +3604,7 @@ type AggregateMetrics struct {
 
 func (x *AggregateMetrics) Reset() {
 	*x = AggregateMetrics{}
-	mi := &file_sglang_scheduler_proto_msgTypes[40]
+	mi := &file_sglang_scheduler_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3616,7 @@ func (x *AggregateMetrics) String() string {
 func (*AggregateMetrics) ProtoMessage() {}
 
 func (x *AggregateMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_sglang_scheduler_proto_msgTypes[40]
+	mi := &file_sglang_scheduler_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3629,7 @@ func (x *AggregateMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateMetrics.ProtoReflect.Descriptor instead.
 func (*AggregateMetrics) Descriptor() ([]byte, []int) {
-	return file_sglang_scheduler_proto_rawDescGZIP(), []int{40}
+	return file_sglang_scheduler_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AggregateMetrics) GetTotalRunningReqs() int32 {
@@ -3536,7 +3879,29 @@ const file_sglang_scheduler_proto_rawDesc = "" +
 	"\tlora_path\x18\x03 \x01(\tR\bloraPath\x12\x16\n" +
 	"\x06pinned\x18\x04 \x01(\bR\x06pinned\"s\n" +
 	"\x1eListLoadedLoRAAdaptersResponse\x12Q\n" +
-	"\x0floaded_adapters\x18\x01 \x03(\v2(.sglang.grpc.scheduler.LoadedLoRAAdapterR\x0eloadedAdapters\"\x15\n" +
+	"\x0floaded_adapters\x18\x01 \x03(\v2(.sglang.grpc.scheduler.LoadedLoRAAdapterR\x0eloadedAdapters\"\xa4\x01\n" +
+	"\x14UpdateWeightsRequest\x12\x1d\n" +
+	"\tdisk_path\x18\x01 \x01(\tH\x00R\bdiskPath\x12!\n" +
+	"\vtensor_data\x18\x02 \x01(\fH\x00R\n" +
+	"tensorData\x12\x1f\n" +
+	"\n" +
+	"remote_url\x18\x03 \x01(\tH\x00R\tremoteUrl\x12\x1f\n" +
+	"\vweight_name\x18\x04 \x01(\tR\n" +
+	"weightNameB\b\n" +
+	"\x06source\"K\n" +
+	"\x15UpdateWeightsResponse\x12\x18\n" +
+	"\asuccess\x18\x01 \x01(\bR\asuccess\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"8\n" +
+	"\x17GetInternalStateRequest\x12\x1d\n" +
+	"\n" +
+	"state_keys\x18\x01 \x03(\tR\tstateKeys\"I\n" +
+	"\x18GetInternalStateResponse\x12-\n" +
+	"\x05state\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x05state\"H\n" +
+	"\x17SetInternalStateRequest\x12-\n" +
+	"\x05state\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x05state\"N\n" +
+	"\x18SetInternalStateResponse\x12\x18\n" +
+	"\asuccess\x18\x01 \x01(\bR\asuccess\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x15\n" +
 	"\x13GetModelInfoRequest\"\xe3\x05\n" +
 	"\x14GetModelInfoResponse\x12\x1d\n" +
 	"\n" +
@@ -3683,7 +4048,7 @@ func file_sglang_scheduler_proto_rawDescGZIP() []byte {
 	return file_sglang_scheduler_proto_rawDescData
 }
 
-var file_sglang_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_sglang_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_sglang_scheduler_proto_goTypes = []any{
 	(*SamplingParams)(nil),                  // 0: sglang.grpc.scheduler.SamplingParams
 	(*DisaggregatedParams)(nil),             // 1: sglang.grpc.scheduler.DisaggregatedParams
@@ -3713,43 +4078,49 @@ var file_sglang_scheduler_proto_goTypes = []any{
 	(*ListLoadedLoRAAdaptersRequest)(nil),   // 25: sglang.grpc.scheduler.ListLoadedLoRAAdaptersRequest
 	(*LoadedLoRAAdapter)(nil),               // 26: sglang.grpc.scheduler.LoadedLoRAAdapter
 	(*ListLoadedLoRAAdaptersResponse)(nil),  // 27: sglang.grpc.scheduler.ListLoadedLoRAAdaptersResponse
-	(*GetModelInfoRequest)(nil),             // 28: sglang.grpc.scheduler.GetModelInfoRequest
-	(*GetModelInfoResponse)(nil),            // 29: sglang.grpc.scheduler.GetModelInfoResponse
-	(*GetServerInfoRequest)(nil),            // 30: sglang.grpc.scheduler.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),           // 31: sglang.grpc.scheduler.GetServerInfoResponse
-	(*GetLoadsRequest)(nil),                 // 32: sglang.grpc.scheduler.GetLoadsRequest
-	(*GetLoadsResponse)(nil),                // 33: sglang.grpc.scheduler.GetLoadsResponse
-	(*SchedulerLoad)(nil),                   // 34: sglang.grpc.scheduler.SchedulerLoad
-	(*MemoryMetrics)(nil),                   // 35: sglang.grpc.scheduler.MemoryMetrics
-	(*SpeculativeMetrics)(nil),              // 36: sglang.grpc.scheduler.SpeculativeMetrics
-	(*LoRAMetrics)(nil),                     // 37: sglang.grpc.scheduler.LoRAMetrics
-	(*DisaggregationMetrics)(nil),           // 38: sglang.grpc.scheduler.DisaggregationMetrics
-	(*QueueMetrics)(nil),                    // 39: sglang.grpc.scheduler.QueueMetrics
-	(*AggregateMetrics)(nil),                // 40: sglang.grpc.scheduler.AggregateMetrics
-	nil,                                     // 41: sglang.grpc.scheduler.SamplingParams.LogitBiasEntry
-	nil,                                     // 42: sglang.grpc.scheduler.MultimodalInputs.ModelSpecificTensorsEntry
-	(*structpb.Struct)(nil),                 // 43: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),           // 44: google.protobuf.Timestamp
-	(*common.FlushCacheRequest)(nil),        // 45: smg.grpc.common.FlushCacheRequest
-	(*common.StartProfileRequest)(nil),      // 46: smg.grpc.common.StartProfileRequest
-	(*common.StopProfileRequest)(nil),       // 47: smg.grpc.common.StopProfileRequest
-	(*common.GetTokenizerRequest)(nil),      // 48: smg.grpc.common.GetTokenizerRequest
-	(*common.SubscribeKvEventsRequest)(nil), // 49: smg.grpc.common.SubscribeKvEventsRequest
-	(*common.FlushCacheResponse)(nil),       // 50: smg.grpc.common.FlushCacheResponse
-	(*common.ProfileResponse)(nil),          // 51: smg.grpc.common.ProfileResponse
-	(*common.GetTokenizerChunk)(nil),        // 52: smg.grpc.common.GetTokenizerChunk
-	(*common.KvEventBatch)(nil),             // 53: smg.grpc.common.KvEventBatch
+	(*UpdateWeightsRequest)(nil),            // 28: sglang.grpc.scheduler.UpdateWeightsRequest
+	(*UpdateWeightsResponse)(nil),           // 29: sglang.grpc.scheduler.UpdateWeightsResponse
+	(*GetInternalStateRequest)(nil),         // 30: sglang.grpc.scheduler.GetInternalStateRequest
+	(*GetInternalStateResponse)(nil),        // 31: sglang.grpc.scheduler.GetInternalStateResponse
+	(*SetInternalStateRequest)(nil),         // 32: sglang.grpc.scheduler.SetInternalStateRequest
+	(*SetInternalStateResponse)(nil),        // 33: sglang.grpc.scheduler.SetInternalStateResponse
+	(*GetModelInfoRequest)(nil),             // 34: sglang.grpc.scheduler.GetModelInfoRequest
+	(*GetModelInfoResponse)(nil),            // 35: sglang.grpc.scheduler.GetModelInfoResponse
+	(*GetServerInfoRequest)(nil),            // 36: sglang.grpc.scheduler.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),           // 37: sglang.grpc.scheduler.GetServerInfoResponse
+	(*GetLoadsRequest)(nil),                 // 38: sglang.grpc.scheduler.GetLoadsRequest
+	(*GetLoadsResponse)(nil),                // 39: sglang.grpc.scheduler.GetLoadsResponse
+	(*SchedulerLoad)(nil),                   // 40: sglang.grpc.scheduler.SchedulerLoad
+	(*MemoryMetrics)(nil),                   // 41: sglang.grpc.scheduler.MemoryMetrics
+	(*SpeculativeMetrics)(nil),              // 42: sglang.grpc.scheduler.SpeculativeMetrics
+	(*LoRAMetrics)(nil),                     // 43: sglang.grpc.scheduler.LoRAMetrics
+	(*DisaggregationMetrics)(nil),           // 44: sglang.grpc.scheduler.DisaggregationMetrics
+	(*QueueMetrics)(nil),                    // 45: sglang.grpc.scheduler.QueueMetrics
+	(*AggregateMetrics)(nil),                // 46: sglang.grpc.scheduler.AggregateMetrics
+	nil,                                     // 47: sglang.grpc.scheduler.SamplingParams.LogitBiasEntry
+	nil,                                     // 48: sglang.grpc.scheduler.MultimodalInputs.ModelSpecificTensorsEntry
+	(*structpb.Struct)(nil),                 // 49: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),           // 50: google.protobuf.Timestamp
+	(*common.FlushCacheRequest)(nil),        // 51: smg.grpc.common.FlushCacheRequest
+	(*common.StartProfileRequest)(nil),      // 52: smg.grpc.common.StartProfileRequest
+	(*common.StopProfileRequest)(nil),       // 53: smg.grpc.common.StopProfileRequest
+	(*common.GetTokenizerRequest)(nil),      // 54: smg.grpc.common.GetTokenizerRequest
+	(*common.SubscribeKvEventsRequest)(nil), // 55: smg.grpc.common.SubscribeKvEventsRequest
+	(*common.FlushCacheResponse)(nil),       // 56: smg.grpc.common.FlushCacheResponse
+	(*common.ProfileResponse)(nil),          // 57: smg.grpc.common.ProfileResponse
+	(*common.GetTokenizerChunk)(nil),        // 58: smg.grpc.common.GetTokenizerChunk
+	(*common.KvEventBatch)(nil),             // 59: smg.grpc.common.KvEventBatch
 }
 var file_sglang_scheduler_proto_depIdxs = []int32{
-	41, // 0: sglang.grpc.scheduler.SamplingParams.logit_bias:type_name -> sglang.grpc.scheduler.SamplingParams.LogitBiasEntry
-	43, // 1: sglang.grpc.scheduler.SamplingParams.custom_params:type_name -> google.protobuf.Struct
+	47, // 0: sglang.grpc.scheduler.SamplingParams.logit_bias:type_name -> sglang.grpc.scheduler.SamplingParams.LogitBiasEntry
+	49, // 1: sglang.grpc.scheduler.SamplingParams.custom_params:type_name -> google.protobuf.Struct
 	3,  // 2: sglang.grpc.scheduler.GenerateRequest.tokenized:type_name -> sglang.grpc.scheduler.TokenizedInput
 	5,  // 3: sglang.grpc.scheduler.GenerateRequest.mm_inputs:type_name -> sglang.grpc.scheduler.MultimodalInputs
 	0,  // 4: sglang.grpc.scheduler.GenerateRequest.sampling_params:type_name -> sglang.grpc.scheduler.SamplingParams
 	1,  // 5: sglang.grpc.scheduler.GenerateRequest.disaggregated_params:type_name -> sglang.grpc.scheduler.DisaggregatedParams
-	44, // 6: sglang.grpc.scheduler.GenerateRequest.timestamp:type_name -> google.protobuf.Timestamp
+	50, // 6: sglang.grpc.scheduler.GenerateRequest.timestamp:type_name -> google.protobuf.Timestamp
 	4,  // 7: sglang.grpc.scheduler.MultimodalInputs.pixel_values:type_name -> sglang.grpc.scheduler.TensorData
-	42, // 8: sglang.grpc.scheduler.MultimodalInputs.model_specific_tensors:type_name -> sglang.grpc.scheduler.MultimodalInputs.ModelSpecificTensorsEntry
+	48, // 8: sglang.grpc.scheduler.MultimodalInputs.model_specific_tensors:type_name -> sglang.grpc.scheduler.MultimodalInputs.ModelSpecificTensorsEntry
 	6,  // 9: sglang.grpc.scheduler.MultimodalInputs.mm_placeholders:type_name -> sglang.grpc.scheduler.PlaceholderRange
 	8,  // 10: sglang.grpc.scheduler.GenerateResponse.chunk:type_name -> sglang.grpc.scheduler.GenerateStreamChunk
 	9,  // 11: sglang.grpc.scheduler.GenerateResponse.complete:type_name -> sglang.grpc.scheduler.GenerateComplete
@@ -3765,52 +4136,54 @@ var file_sglang_scheduler_proto_depIdxs = []int32{
 	5,  // 21: sglang.grpc.scheduler.EmbedRequest.mm_inputs:type_name -> sglang.grpc.scheduler.MultimodalInputs
 	0,  // 22: sglang.grpc.scheduler.EmbedRequest.sampling_params:type_name -> sglang.grpc.scheduler.SamplingParams
 	26, // 23: sglang.grpc.scheduler.ListLoadedLoRAAdaptersResponse.loaded_adapters:type_name -> sglang.grpc.scheduler.LoadedLoRAAdapter
-	43, // 24: sglang.grpc.scheduler.GetServerInfoResponse.server_args:type_name -> google.protobuf.Struct
-	43, // 25: sglang.grpc.scheduler.GetServerInfoResponse.scheduler_info:type_name -> google.protobuf.Struct
-	44, // 26: sglang.grpc.scheduler.GetServerInfoResponse.start_time:type_name -> google.protobuf.Timestamp
-	34, // 27: sglang.grpc.scheduler.GetLoadsResponse.loads:type_name -> sglang.grpc.scheduler.SchedulerLoad
-	40, // 28: sglang.grpc.scheduler.GetLoadsResponse.aggregate:type_name -> sglang.grpc.scheduler.AggregateMetrics
-	35, // 29: sglang.grpc.scheduler.SchedulerLoad.memory:type_name -> sglang.grpc.scheduler.MemoryMetrics
-	36, // 30: sglang.grpc.scheduler.SchedulerLoad.speculative:type_name -> sglang.grpc.scheduler.SpeculativeMetrics
-	37, // 31: sglang.grpc.scheduler.SchedulerLoad.lora:type_name -> sglang.grpc.scheduler.LoRAMetrics
-	38, // 32: sglang.grpc.scheduler.SchedulerLoad.disaggregation:type_name -> sglang.grpc.scheduler.DisaggregationMetrics
-	39, // 33: sglang.grpc.scheduler.SchedulerLoad.queues:type_name -> sglang.grpc.scheduler.QueueMetrics
-	4,  // 34: sglang.grpc.scheduler.MultimodalInputs.ModelSpecificTensorsEntry.value:type_name -> sglang.grpc.scheduler.TensorData
-	2,  // 35: sglang.grpc.scheduler.SglangScheduler.Generate:input_type -> sglang.grpc.scheduler.GenerateRequest
-	15, // 36: sglang.grpc.scheduler.SglangScheduler.Embed:input_type -> sglang.grpc.scheduler.EmbedRequest
-	17, // 37: sglang.grpc.scheduler.SglangScheduler.HealthCheck:input_type -> sglang.grpc.scheduler.HealthCheckRequest
-	19, // 38: sglang.grpc.scheduler.SglangScheduler.Abort:input_type -> sglang.grpc.scheduler.AbortRequest
-	28, // 39: sglang.grpc.scheduler.SglangScheduler.GetModelInfo:input_type -> sglang.grpc.scheduler.GetModelInfoRequest
-	30, // 40: sglang.grpc.scheduler.SglangScheduler.GetServerInfo:input_type -> sglang.grpc.scheduler.GetServerInfoRequest
-	32, // 41: sglang.grpc.scheduler.SglangScheduler.GetLoads:input_type -> sglang.grpc.scheduler.GetLoadsRequest
-	45, // 42: sglang.grpc.scheduler.SglangScheduler.FlushCache:input_type -> smg.grpc.common.FlushCacheRequest
-	46, // 43: sglang.grpc.scheduler.SglangScheduler.StartProfile:input_type -> smg.grpc.common.StartProfileRequest
-	47, // 44: sglang.grpc.scheduler.SglangScheduler.StopProfile:input_type -> smg.grpc.common.StopProfileRequest
-	48, // 45: sglang.grpc.scheduler.SglangScheduler.GetTokenizer:input_type -> smg.grpc.common.GetTokenizerRequest
-	49, // 46: sglang.grpc.scheduler.SglangScheduler.SubscribeKvEvents:input_type -> smg.grpc.common.SubscribeKvEventsRequest
-	21, // 47: sglang.grpc.scheduler.SglangScheduler.LoadLoRAAdapter:input_type -> sglang.grpc.scheduler.LoadLoRAAdapterRequest
-	23, // 48: sglang.grpc.scheduler.SglangScheduler.UnloadLoRAAdapter:input_type -> sglang.grpc.scheduler.UnloadLoRAAdapterRequest
-	25, // 49: sglang.grpc.scheduler.SglangScheduler.ListLoadedLoRAAdapters:input_type -> sglang.grpc.scheduler.ListLoadedLoRAAdaptersRequest
-	7,  // 50: sglang.grpc.scheduler.SglangScheduler.Generate:output_type -> sglang.grpc.scheduler.GenerateResponse
-	16, // 51: sglang.grpc.scheduler.SglangScheduler.Embed:output_type -> sglang.grpc.scheduler.EmbedResponse
-	18, // 52: sglang.grpc.scheduler.SglangScheduler.HealthCheck:output_type -> sglang.grpc.scheduler.HealthCheckResponse
-	20, // 53: sglang.grpc.scheduler.SglangScheduler.Abort:output_type -> sglang.grpc.scheduler.AbortResponse
-	29, // 54: sglang.grpc.scheduler.SglangScheduler.GetModelInfo:output_type -> sglang.grpc.scheduler.GetModelInfoResponse
-	31, // 55: sglang.grpc.scheduler.SglangScheduler.GetServerInfo:output_type -> sglang.grpc.scheduler.GetServerInfoResponse
-	33, // 56: sglang.grpc.scheduler.SglangScheduler.GetLoads:output_type -> sglang.grpc.scheduler.GetLoadsResponse
-	50, // 57: sglang.grpc.scheduler.SglangScheduler.FlushCache:output_type -> smg.grpc.common.FlushCacheResponse
-	51, // 58: sglang.grpc.scheduler.SglangScheduler.StartProfile:output_type -> smg.grpc.common.ProfileResponse
-	51, // 59: sglang.grpc.scheduler.SglangScheduler.StopProfile:output_type -> smg.grpc.common.ProfileResponse
-	52, // 60: sglang.grpc.scheduler.SglangScheduler.GetTokenizer:output_type -> smg.grpc.common.GetTokenizerChunk
-	53, // 61: sglang.grpc.scheduler.SglangScheduler.SubscribeKvEvents:output_type -> smg.grpc.common.KvEventBatch
-	22, // 62: sglang.grpc.scheduler.SglangScheduler.LoadLoRAAdapter:output_type -> sglang.grpc.scheduler.LoadLoRAAdapterResponse
-	24, // 63: sglang.grpc.scheduler.SglangScheduler.UnloadLoRAAdapter:output_type -> sglang.grpc.scheduler.UnloadLoRAAdapterResponse
-	27, // 64: sglang.grpc.scheduler.SglangScheduler.ListLoadedLoRAAdapters:output_type -> sglang.grpc.scheduler.ListLoadedLoRAAdaptersResponse
-	50, // [50:65] is the sub-list for method output_type
-	35, // [35:50] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	49, // 24: sglang.grpc.scheduler.GetInternalStateResponse.state:type_name -> google.protobuf.Struct
+	49, // 25: sglang.grpc.scheduler.SetInternalStateRequest.state:type_name -> google.protobuf.Struct
+	49, // 26: sglang.grpc.scheduler.GetServerInfoResponse.server_args:type_name -> google.protobuf.Struct
+	49, // 27: sglang.grpc.scheduler.GetServerInfoResponse.scheduler_info:type_name -> google.protobuf.Struct
+	50, // 28: sglang.grpc.scheduler.GetServerInfoResponse.start_time:type_name -> google.protobuf.Timestamp
+	40, // 29: sglang.grpc.scheduler.GetLoadsResponse.loads:type_name -> sglang.grpc.scheduler.SchedulerLoad
+	46, // 30: sglang.grpc.scheduler.GetLoadsResponse.aggregate:type_name -> sglang.grpc.scheduler.AggregateMetrics
+	41, // 31: sglang.grpc.scheduler.SchedulerLoad.memory:type_name -> sglang.grpc.scheduler.MemoryMetrics
+	42, // 32: sglang.grpc.scheduler.SchedulerLoad.speculative:type_name -> sglang.grpc.scheduler.SpeculativeMetrics
+	43, // 33: sglang.grpc.scheduler.SchedulerLoad.lora:type_name -> sglang.grpc.scheduler.LoRAMetrics
+	44, // 34: sglang.grpc.scheduler.SchedulerLoad.disaggregation:type_name -> sglang.grpc.scheduler.DisaggregationMetrics
+	45, // 35: sglang.grpc.scheduler.SchedulerLoad.queues:type_name -> sglang.grpc.scheduler.QueueMetrics
+	4,  // 36: sglang.grpc.scheduler.MultimodalInputs.ModelSpecificTensorsEntry.value:type_name -> sglang.grpc.scheduler.TensorData
+	2,  // 37: sglang.grpc.scheduler.SglangScheduler.Generate:input_type -> sglang.grpc.scheduler.GenerateRequest
+	15, // 38: sglang.grpc.scheduler.SglangScheduler.Embed:input_type -> sglang.grpc.scheduler.EmbedRequest
+	17, // 39: sglang.grpc.scheduler.SglangScheduler.HealthCheck:input_type -> sglang.grpc.scheduler.HealthCheckRequest
+	19, // 40: sglang.grpc.scheduler.SglangScheduler.Abort:input_type -> sglang.grpc.scheduler.AbortRequest
+	34, // 41: sglang.grpc.scheduler.SglangScheduler.GetModelInfo:input_type -> sglang.grpc.scheduler.GetModelInfoRequest
+	36, // 42: sglang.grpc.scheduler.SglangScheduler.GetServerInfo:input_type -> sglang.grpc.scheduler.GetServerInfoRequest
+	38, // 43: sglang.grpc.scheduler.SglangScheduler.GetLoads:input_type -> sglang.grpc.scheduler.GetLoadsRequest
+	51, // 44: sglang.grpc.scheduler.SglangScheduler.FlushCache:input_type -> smg.grpc.common.FlushCacheRequest
+	52, // 45: sglang.grpc.scheduler.SglangScheduler.StartProfile:input_type -> smg.grpc.common.StartProfileRequest
+	53, // 46: sglang.grpc.scheduler.SglangScheduler.StopProfile:input_type -> smg.grpc.common.StopProfileRequest
+	54, // 47: sglang.grpc.scheduler.SglangScheduler.GetTokenizer:input_type -> smg.grpc.common.GetTokenizerRequest
+	55, // 48: sglang.grpc.scheduler.SglangScheduler.SubscribeKvEvents:input_type -> smg.grpc.common.SubscribeKvEventsRequest
+	21, // 49: sglang.grpc.scheduler.SglangScheduler.LoadLoRAAdapter:input_type -> sglang.grpc.scheduler.LoadLoRAAdapterRequest
+	23, // 50: sglang.grpc.scheduler.SglangScheduler.UnloadLoRAAdapter:input_type -> sglang.grpc.scheduler.UnloadLoRAAdapterRequest
+	25, // 51: sglang.grpc.scheduler.SglangScheduler.ListLoadedLoRAAdapters:input_type -> sglang.grpc.scheduler.ListLoadedLoRAAdaptersRequest
+	7,  // 52: sglang.grpc.scheduler.SglangScheduler.Generate:output_type -> sglang.grpc.scheduler.GenerateResponse
+	16, // 53: sglang.grpc.scheduler.SglangScheduler.Embed:output_type -> sglang.grpc.scheduler.EmbedResponse
+	18, // 54: sglang.grpc.scheduler.SglangScheduler.HealthCheck:output_type -> sglang.grpc.scheduler.HealthCheckResponse
+	20, // 55: sglang.grpc.scheduler.SglangScheduler.Abort:output_type -> sglang.grpc.scheduler.AbortResponse
+	35, // 56: sglang.grpc.scheduler.SglangScheduler.GetModelInfo:output_type -> sglang.grpc.scheduler.GetModelInfoResponse
+	37, // 57: sglang.grpc.scheduler.SglangScheduler.GetServerInfo:output_type -> sglang.grpc.scheduler.GetServerInfoResponse
+	39, // 58: sglang.grpc.scheduler.SglangScheduler.GetLoads:output_type -> sglang.grpc.scheduler.GetLoadsResponse
+	56, // 59: sglang.grpc.scheduler.SglangScheduler.FlushCache:output_type -> smg.grpc.common.FlushCacheResponse
+	57, // 60: sglang.grpc.scheduler.SglangScheduler.StartProfile:output_type -> smg.grpc.common.ProfileResponse
+	57, // 61: sglang.grpc.scheduler.SglangScheduler.StopProfile:output_type -> smg.grpc.common.ProfileResponse
+	58, // 62: sglang.grpc.scheduler.SglangScheduler.GetTokenizer:output_type -> smg.grpc.common.GetTokenizerChunk
+	59, // 63: sglang.grpc.scheduler.SglangScheduler.SubscribeKvEvents:output_type -> smg.grpc.common.KvEventBatch
+	22, // 64: sglang.grpc.scheduler.SglangScheduler.LoadLoRAAdapter:output_type -> sglang.grpc.scheduler.LoadLoRAAdapterResponse
+	24, // 65: sglang.grpc.scheduler.SglangScheduler.UnloadLoRAAdapter:output_type -> sglang.grpc.scheduler.UnloadLoRAAdapterResponse
+	27, // 66: sglang.grpc.scheduler.SglangScheduler.ListLoadedLoRAAdapters:output_type -> sglang.grpc.scheduler.ListLoadedLoRAAdaptersResponse
+	52, // [52:67] is the sub-list for method output_type
+	37, // [37:52] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_sglang_scheduler_proto_init() }
@@ -3834,15 +4207,20 @@ func file_sglang_scheduler_proto_init() {
 		(*GenerateComplete_MatchedStopStr)(nil),
 	}
 	file_sglang_scheduler_proto_msgTypes[12].OneofWrappers = []any{}
-	file_sglang_scheduler_proto_msgTypes[32].OneofWrappers = []any{}
-	file_sglang_scheduler_proto_msgTypes[34].OneofWrappers = []any{}
+	file_sglang_scheduler_proto_msgTypes[28].OneofWrappers = []any{
+		(*UpdateWeightsRequest_DiskPath)(nil),
+		(*UpdateWeightsRequest_TensorData)(nil),
+		(*UpdateWeightsRequest_RemoteUrl)(nil),
+	}
+	file_sglang_scheduler_proto_msgTypes[38].OneofWrappers = []any{}
+	file_sglang_scheduler_proto_msgTypes[40].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sglang_scheduler_proto_rawDesc), len(file_sglang_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

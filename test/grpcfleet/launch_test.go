@@ -183,3 +183,21 @@ func TestRestartedVLLMPrefillEngineIDIsReReadAfterRecovery(t *testing.T) {
 	require.Eventually(t, func() bool { return view().Status == "ready" }, fleet.ReadyTimeout, 20*time.Millisecond)
 	assert.Equal(t, "after", view().KVEngineID)
 }
+
+func TestPostWorkersWithGRPCURLs(t *testing.T) {
+	t.Parallel()
+	s := sims(t, grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: grpcsim.RolePrefill},
+		grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: grpcsim.RoleDecode})
+	g := fleet.StartGateway(t, fleet.DefaultConfig())
+	g.Register(t, map[string]any{"url": s[0].URL(), "worker_type": "prefill", "bootstrap_port": s[0].BootstrapPort()})
+	g.Register(t, map[string]any{"url": s[1].URL(), "worker_type": "decode", "runtime_type": "tokenspeed"})
+	g.WaitWorkers(t, 2)
+	for _, w := range g.Workers(t) {
+		assert.Equal(t, "tokenspeed", w.RuntimeType, w.URL)
+	}
+
+	r := g.Post(t, "/workers", map[string]any{"url": "grpc://127.0.0.1:1", "worker_type": "prefill", "runtime_type": "trtllm"}, nil)
+	assert.Equal(t, http.StatusBadRequest, r.Status)
+	assert.Contains(t, string(r.Body), "Runtime trtllm has no PD protocol")
+	assert.Contains(t, string(r.Body), `"code":"BAD_REQUEST"`)
+}

@@ -86,6 +86,11 @@ func TestHealthCheckAndEngineID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, id, "SGLang has no KV engine id")
 	assert.Error(t, p.HealthCheck(ctx, worker.Worker{URL: sg.URL(), Runtime: worker.RuntimeVLLM}), "wrong service")
+	sg.SetHealthy(false)
+	err = p.HealthCheck(ctx, worker.Worker{URL: sg.URL(), Runtime: worker.RuntimeSGLang})
+	assert.ErrorContains(t, err, "engine reports unhealthy: scheduler is not responding")
+	sg.SetHealthy(true)
+	assert.NoError(t, p.HealthCheck(ctx, worker.Worker{URL: sg.URL(), Runtime: worker.RuntimeSGLang}))
 
 	// One channel per worker: the same URL gives the same channel.
 	c1, err := p.Conn(w)

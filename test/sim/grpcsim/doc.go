@@ -18,7 +18,8 @@
 // cumulative counts, then a complete; stream=false sends one complete. Errors are gRPC
 // statuses. Abort (both shapes) and RPC cancellation end a request; counters are served on
 // GET /sim/stats (the HTTP simulator's names) and reset by POST /sim/reset on the stats
-// port. Faults: Config.Faults per instance, or gRPC metadata x-sim-fault per request.
+// port; POST /sim/health?ok=false makes HealthCheck answer unhealthy ([Server.SetHealthy]).
+// Faults: Config.Faults per instance, or gRPC metadata x-sim-fault per request.
 //
 // Use [Start] in tests, or `smg-sim --transport grpc`.
 package grpcsim

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	commonpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/common"
 	sglangpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/sglang"
+	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
 
@@ -130,4 +132,17 @@ func TestGetTokenizerStreamsAZipInChunksWithTheShaLast(t *testing.T) {
 		_ = rc.Close()
 		assert.Equal(t, files[f.Name], b, f.Name)
 	}
+}
+
+func TestSimHealthToggleOverHTTP(t *testing.T) {
+	t.Parallel()
+	d := start(t, grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: grpcsim.RoleDecode})
+	c := tokenspeedpb.NewTokenSpeedSchedulerClient(dial(t, d))
+	resp, err := http.Post(d.StatsURL()+"/sim/health?ok=false", "", nil)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	h, err := c.HealthCheck(ctxT(t, 5*time.Second), &tokenspeedpb.HealthCheckRequest{})
+	require.NoError(t, err)
+	assert.False(t, h.GetHealthy())
 }

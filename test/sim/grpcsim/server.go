@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -41,6 +42,7 @@ type Server struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close: ends KV leases
 	hc        *http.Client  // a decode's side-channel client (own transport, closed by Close)
+	unhealthy atomic.Bool   // SetHealthy(false): HealthCheck answers healthy=false
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
@@ -94,6 +96,15 @@ func Start(cfg Config) (*Server, error) {
 	})
 	mux.HandleFunc("POST /sim/reset", func(w http.ResponseWriter, _ *http.Request) {
 		s.Reset()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /sim/health", func(w http.ResponseWriter, r *http.Request) {
+		ok, err := strconv.ParseBool(r.URL.Query().Get("ok"))
+		if err != nil {
+			http.Error(w, "want ?ok=true or ?ok=false", http.StatusBadRequest)
+			return
+		}
+		s.SetHealthy(ok)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s.stats = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -155,6 +166,18 @@ func (s *Server) BootstrapPort() int {
 
 // StatsURL is "http://host:port" of the /sim/stats listener.
 func (s *Server) StatsURL() string { return "http://" + s.statsLn.Addr().String() }
+
+// SetHealthy switches what HealthCheck answers (healthy=true by default); the engine keeps
+// serving everything else, as a servicer whose scheduler is wedged would.
+func (s *Server) SetHealthy(ok bool) { s.unhealthy.Store(!ok) }
+
+// health is the HealthCheck answer.
+func (s *Server) health() (bool, string) {
+	if s.unhealthy.Load() {
+		return false, "scheduler is not responding"
+	}
+	return true, "ok"
+}
 
 // Stats returns the current counters; Reset zeroes them.
 func (s *Server) Stats() Stats { return s.c.snapshot() }

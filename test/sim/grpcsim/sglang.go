@@ -49,7 +49,8 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 }
 
 func (x *sglangService) HealthCheck(context.Context, *sglangpb.HealthCheckRequest) (*sglangpb.HealthCheckResponse, error) {
-	return &sglangpb.HealthCheckResponse{Healthy: true, Message: "ok"}, nil
+	ok, msg := x.s.health()
+	return &sglangpb.HealthCheckResponse{Healthy: ok, Message: msg}, nil
 }
 
 func (x *sglangService) Abort(_ context.Context, r *sglangpb.AbortRequest) (*sglangpb.AbortResponse, error) {

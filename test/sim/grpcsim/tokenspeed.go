@@ -49,7 +49,8 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 }
 
 func (x *tokenspeedService) HealthCheck(context.Context, *tokenspeedpb.HealthCheckRequest) (*tokenspeedpb.HealthCheckResponse, error) {
-	return &tokenspeedpb.HealthCheckResponse{Healthy: true, Message: "ok"}, nil
+	ok, msg := x.s.health()
+	return &tokenspeedpb.HealthCheckResponse{Healthy: ok, Message: msg}, nil
 }
 
 // Abort aborts request_id and its "-n<i>" children (grpc.md §3.2).

@@ -51,7 +51,8 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 }
 
 func (x *vllmService) HealthCheck(context.Context, *vllmpb.HealthCheckRequest) (*vllmpb.HealthCheckResponse, error) {
-	return &vllmpb.HealthCheckResponse{Healthy: true, Message: "ok"}, nil
+	ok, msg := x.s.health()
+	return &vllmpb.HealthCheckResponse{Healthy: ok, Message: msg}, nil
 }
 
 func (x *vllmService) Abort(_ context.Context, r *vllmpb.AbortRequest) (*vllmpb.AbortResponse, error) {

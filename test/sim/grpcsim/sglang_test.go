@@ -105,7 +105,6 @@ func TestSGLangWrongRoomFailsTheDecodeWithinTheHandoffTimeout(t *testing.T) {
 	elapsed := time.Since(startT)
 	assert.Equal(t, codes.Internal, status.Code(dr.err), "%v", dr.err)
 	assert.Less(t, elapsed, timeout+2*time.Second, "bounded by the handoff timeout")
-	assert.GreaterOrEqual(t, elapsed, timeout-50*time.Millisecond)
 	pr := <-done
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(pr.err), "the prefill's room is never claimed")
 	assert.Equal(t, int64(1), d.Stats().UnmatchedRooms)

@@ -5,7 +5,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/smg-go/smg/app/version.Version=$(VERSION)
 
-.PHONY: build run test bench fmt openapi clean
+.PHONY: build run test bench fmt openapi proto clean
 
 ## build: bin/smg (the gateway) and bin/smg-sim (the engine simulator)
 build:
@@ -38,6 +38,11 @@ fmt:
 ## openapi: regenerate the committed OpenAPI 3.1 document
 openapi:
 	$(GO) run ./cmd/smg openapi -o openapi/openapi.yaml
+
+## proto: regenerate adapters/engine/grpcengine/pb from the engine .proto files (needs Debian's
+## protobuf-compiler and libprotobuf-dev; the Go plugins are built into .cache/ at pinned versions)
+proto:
+	./tools/proto.sh
 
 clean:
 	rm -rf $(BIN)

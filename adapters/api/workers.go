@@ -199,7 +199,7 @@ func info(r *registry.Service, l *worker.Live) WorkerInfo {
 	wi := WorkerInfo{
 		ID: l.ID, URL: l.URL, WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
 		RuntimeType: string(l.Runtime), BootstrapPort: l.BootstrapPort, KVConnector: l.KVConnector,
-		KVRole: l.KVRole, KVEngineID: l.KVEngineID, Priority: l.Priority, Cost: l.Cost,
+		KVRole: l.KVRole, KVEngineID: l.EngineID(), Priority: l.Priority, Cost: l.Cost,
 		Status: string(l.Status()), Load: l.Load(), PDPairing: r.PairingKey(l.Worker),
 	}
 	wi.IsHealthy = wi.Status == string(worker.StatusReady)

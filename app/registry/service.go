@@ -47,6 +47,7 @@ type Service struct {
 	client *http.Client
 	own    bool
 	log    *slog.Logger
+	grpc   ports.GRPCEngines // activates grpc:// workers; nil = they stay pending
 
 	pairing atomic.Pointer[func(worker.Worker) string]
 
@@ -78,7 +79,7 @@ func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger
 // ports.WorkerStore and config.Config; *http.Client and *slog.Logger are used when provided.
 func Module() fx.Option {
 	return fx.Module("registry",
-		fx.Provide(func(p params) *Service { return New(p.Store, p.Config, p.Client, p.Logger) }),
+		fx.Provide(func(p params) *Service { return New(p.Store, p.Config, p.Client, p.Logger).WithGRPC(p.GRPC) }),
 		fx.Invoke(func(lc fx.Lifecycle, s *Service) {
 			lc.Append(fx.Hook{OnStart: s.RegisterStartup, OnStop: s.Close})
 		}),
@@ -89,8 +90,9 @@ type params struct {
 	fx.In
 	Store  ports.WorkerStore
 	Config config.Config
-	Client *http.Client `optional:"true"`
-	Logger *slog.Logger `optional:"true"`
+	Client *http.Client      `optional:"true"`
+	Logger *slog.Logger      `optional:"true"`
+	GRPC   ports.GRPCEngines `optional:"true"`
 }
 
 // SetPairingKey installs the function that computes a worker's pd_pairing key (the pairing
@@ -125,20 +127,27 @@ func (s *Service) Config() config.Config { return s.cfg }
 // until it answers 2xx, then its runtime, models and metadata labels are detected and it is
 // stored again as ready. A worker that never answers stays pending and is left to the health
 // checker (which fails it after 10×failure_threshold probes). Workers with health checks
-// disabled are made ready without a probe. grpc:// and ipc:// workers cannot be probed here
-// and stay pending.
+// disabled are made ready without a probe. A grpc:// worker is activated the same way
+// through its engine's GetServerInfo/GetModelInfo and HealthCheck RPCs when a gRPC client
+// is installed (WithGRPC); a gRPC prefill or decode registered with runtime trtllm or mlx is
+// refused with 400 BAD_REQUEST. ipc:// workers (and gRPC ones without a client) cannot be
+// probed here and stay pending.
 func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 	w, err := spec.Build()
 	if err != nil {
 		return Accepted{}, err
 	}
+	if err := refusePD(w); err != nil {
+		return Accepted{}, err
+	}
 	w.ID = uuid.NewString()
-	if w.Mode != worker.ConnHTTP && w.Runtime == worker.RuntimeUnspecified {
-		w.Runtime = worker.RuntimeSGLang // no detection without HTTP (smg-spec.md §3.2 step 6)
+	activatable := w.Mode == worker.ConnHTTP || (w.Mode == worker.ConnGRPC && s.grpc != nil)
+	if !activatable && w.Runtime == worker.RuntimeUnspecified {
+		w.Runtime = worker.RuntimeSGLang // no detection (smg-spec.md §3.2 step 6)
 	}
 	healthOff := s.cfg.DisableHealthCheck || w.Health.Disable
 	l := worker.NewLive(w, worker.StatusPending)
-	if !healthOff && w.Mode != worker.ConnHTTP {
+	if !healthOff && !activatable {
 		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.URL, "worker_type", string(w.Role))
 	}
 
@@ -150,7 +159,7 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 	if old, err := s.store.GetByURL(w.URL); err == nil {
 		return Accepted{}, alreadyExists(w.URL, old.ID)
 	}
-	if w.Mode != worker.ConnHTTP && healthOff {
+	if !activatable && healthOff {
 		l.SetStatus(worker.StatusReady)
 	}
 	if err := s.store.Add(l); err != nil {
@@ -164,7 +173,7 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 		}
 		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Failed to register worker %s: %v", w.URL, err)
 	}
-	if w.Mode == worker.ConnHTTP {
+	if activatable {
 		ctx, cancel := context.WithCancel(s.ctx)
 		s.jobs[w.ID] = cancel
 		s.wg.Add(1)
@@ -198,6 +207,10 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	if l.Mode == worker.ConnGRPC {
+		s.activateGRPC(ctx, l, healthOff, timeout)
+		return
+	}
 	maxPause := min(max(s.cfg.HealthCheckInterval, 10*time.Millisecond), 5*time.Second)
 	pause := min(50*time.Millisecond, maxPause)
 	warned := false
@@ -229,12 +242,19 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 	if ctx.Err() != nil {
 		return
 	}
+	s.swapIn(l, detected, false)
+}
+
+// swapIn stores detected as the ready worker in place of l, unless l was removed or failed
+// meanwhile. engineIDRead marks detected.KVEngineID as just read from the engine.
+func (s *Service) swapIn(l *worker.Live, detected worker.Worker, engineIDRead bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.current(l) {
 		return
 	}
 	nl := worker.NewLive(detected, worker.StatusReady)
+	nl.SetEngineIDConfirmed(engineIDRead)
 	if err := s.store.Replace(l, nl); err != nil {
 		s.log.Error("swapping in the detected worker failed", "worker", l.URL, "worker_id", l.ID, "error", err.Error())
 		return
@@ -311,6 +331,7 @@ func (s *Service) Remove(_ context.Context, id string) error {
 		if _, err := s.store.Remove(id); err != nil {
 			return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
 		}
+		s.forget(l)
 		s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
 		return nil
 	}
@@ -329,6 +350,7 @@ func (s *Service) Remove(_ context.Context, id string) error {
 		defer s.mu.Unlock()
 		if cur, err := s.store.Get(id); err == nil && cur == l {
 			_, _ = s.store.Remove(id)
+			s.forget(l)
 			s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
 		}
 	}()

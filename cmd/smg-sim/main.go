@@ -47,8 +47,10 @@ func newCommand() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	cfg.Engine, cfg.Role = "", ""
 	var itlMS, itlPerRunningMS float64
+	var transport string
+	var g grpcFlags
 	cmd := &cobra.Command{
-		Use:   "smg-sim --engine sglang|vllm --role prefill|decode [flags]",
+		Use:   "smg-sim --engine sglang|vllm|tokenspeed [--transport http|grpc] --role prefill|decode|encode [flags]",
 		Short: "Simulated SGLang / vLLM prefill or decode engine that checks the PD KV handoff",
 		Long: `smg-sim serves one engine instance on loopback and checks the PD handoff for real:
 SGLang bootstrap rooms (a prefill runs a bootstrap server; a decode claims its room at
@@ -71,12 +73,24 @@ When ready it prints one line:
 			if cfg.Engine == "" || cfg.Role == "" {
 				return fmt.Errorf("--engine and --role are required")
 			}
+			switch transport {
+			case "grpc":
+				return runGRPC(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
+			case "http":
+			default:
+				return fmt.Errorf("--transport %q: want http or grpc", transport)
+			}
+			if cfg.Engine == "tokenspeed" {
+				return fmt.Errorf("--engine tokenspeed is gRPC-only: add --transport grpc")
+			}
 			return run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Engine, "engine", "", `engine to simulate: "sglang" or "vllm" (required)`)
-	f.StringVar(&cfg.Role, "role", "", `PD role: "prefill" or "decode" (required)`)
+	f.StringVar(&transport, "transport", "http", `"http" (SGLang/vLLM HTTP servers) or "grpc" (the engines' gRPC services; TokenSpeed is gRPC-only)`)
+	g.register(f)
+	f.StringVar(&cfg.Engine, "engine", "", `engine to simulate: "sglang", "vllm" or (gRPC) "tokenspeed" (required)`)
+	f.StringVar(&cfg.Role, "role", "", `PD role: "prefill", "decode" or (gRPC TokenSpeed) "encode" (required)`)
 	f.StringVar(&cfg.Host, "host", cfg.Host, "listen address of every listener")
 	f.IntVar(&cfg.Port, "port", 0, "main HTTP port (0 = pick a free port)")
 	f.StringVar(&cfg.Model, "model", cfg.Model, "served model id (/v1/models; vLLM rejects other model names with 404)")

@@ -12,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
 )
 
 // lockedBuffer is a bytes.Buffer safe for one writer and one poller.
@@ -97,4 +101,50 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max"} {
 		assert.Contains(t, out.String(), f)
 	}
+}
+
+var grpcReadyLine = regexp.MustCompile(`^smg-sim vllm decode listening on grpc://(127\.0\.0\.1:\d+) bootstrap=0 stats=(http://127\.0\.0\.1:\d+) engine_id=g-1\n$`)
+
+func TestRunGRPCServesTheEngineServiceAndStats(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--transport", "grpc", "--engine", "vllm", "--role", "decode", "--engine-id", "g-1",
+		"--kv-connector", "MultiConnector", "--multi-children", "NixlConnector,LMCacheConnectorV1", "--pairing-protocol", "p"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := grpcReadyLine.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "ready line: %q", out.String())
+	resp, err := http.Get(m[2] + "/sim/stats")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cc, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	info, err := vllmpb.NewVllmEngineClient(cc).GetServerInfo(ctx, &vllmpb.GetServerInfoRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "NixlConnector", info.GetKvConnector(), "one NIXL child: reported reduced")
+	assert.Equal(t, "p", info.GetPairingProtocol())
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("smg-sim did not stop")
+	}
+}
+
+func TestTokenSpeedNeedsGRPC(t *testing.T) {
+	cmd := newCommand()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--engine", "tokenspeed", "--role", "decode"})
+	assert.ErrorContains(t, cmd.Execute(), "gRPC-only")
 }

@@ -7,7 +7,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -301,18 +300,10 @@ func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (f
 	return d.admit.Admit(ctx, dc, n)
 }
 
-// readBody reads the client body within --max-payload-size: 413 beyond it.
+// readBody reads the client body within --max-payload-size and --body-read-timeout-secs
+// (readbody.go).
 func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := readAllSized(http.MaxBytesReader(w, r.Body, d.cfg.MaxPayloadSize), min(r.ContentLength, d.cfg.MaxPayloadSize))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errs.New(http.StatusRequestEntityTooLarge, "payload_too_large",
-				"request body exceeds --max-payload-size (%d bytes)", d.cfg.MaxPayloadSize)
-		}
-		return nil, errs.BadRequest("failed to read request body: %v", err)
-	}
-	return b, nil
+	return readClientBody(w, r, d.cfg.MaxPayloadSize, d.cfg.BodyReadTimeout)
 }
 
 // checkModel refuses a model that no prefill or decode worker serves (404 model_not_found),

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -20,12 +21,15 @@ type Deps struct {
 	Store ports.WorkerStore
 	// Config gives the readiness rule (PDDisaggregation).
 	Config config.Config
+	// Auth holds the API keys; zero leaves every route open.
+	Auth AuthOptions
 }
 
 // Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
 // DELETE /workers/{id}, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
 // once per API.
 func Register(h huma.API, d Deps) {
+	declareSecurity(h)
 	registerWorkers(h, d)
 	registerHealth(h, d)
 	// A POST /workers body is parsed by registry.ParseSpec, not by huma: document it here.
@@ -48,7 +52,16 @@ func Register(h huma.API, d Deps) {
 // composition root) with the provided *registry.Service, ports.WorkerStore and config.Config.
 func Module() fx.Option {
 	return fx.Module("api", fx.Invoke(func(p params) {
-		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config})
+		auth := AuthOptions{AdminAPIKey: p.Config.AdminAPIKey, APIKey: p.Config.APIKey}
+		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config, Auth: auth})
+		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Config.Host) {
+			log := p.Log
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("the worker-management API (POST/GET/DELETE /workers) is open to anyone who can reach this address: set --admin-api-key (or SMG_ADMIN_API_KEY, --admin-api-key-file), or listen on loopback",
+				"host", p.Config.Host)
+		}
 	}))
 }
 
@@ -58,4 +71,5 @@ type params struct {
 	Registry *registry.Service
 	Store    ports.WorkerStore
 	Config   config.Config
+	Log      *slog.Logger `optional:"true"`
 }

@@ -123,9 +123,16 @@ func spanName(_ string, r *http.Request) string {
 	return r.Method + " " + r.Pattern
 }
 
+// incomingRequestID is the client's request id from the first of RequestIDHeaders present,
+// or "" (a new one is minted) when none is present or the first present one is not a valid
+// id (wire.ValidRequestID): a hostile value is never echoed nor logged. The data-plane routes
+// refuse such a request with 400 (dispatch.Guard).
 func incomingRequestID(r *http.Request) string {
 	for _, h := range RequestIDHeaders {
 		if v := strings.TrimSpace(r.Header.Get(h)); v != "" {
+			if !wire.ValidRequestID(v) {
+				return ""
+			}
 			return v
 		}
 	}

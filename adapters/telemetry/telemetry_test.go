@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,8 @@ func TestRequestIDIsTakenOrMintedAndEchoed(t *testing.T) {
 		{"responses mint resp-", "/v1/responses", nil, "^resp-[A-Za-z0-9]{24}$"},
 		{"messages mint msg_", "/v1/messages", nil, "^msg_[A-Za-z0-9]{24}$"},
 		{"other routes mint req-", "/workers", nil, "^req-[A-Za-z0-9]{24}$"},
+		{"an id with forbidden characters is replaced", "/v1/completions", map[string]string{"X-Request-Id": "a\"b<script>"}, "^cmpl-[A-Za-z0-9]{24}$"},
+		{"an overlong id is replaced", "/workers", map[string]string{"X-Request-Id": strings.Repeat("a", 129)}, "^req-[A-Za-z0-9]{24}$"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -155,7 +155,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}
-		hdr := forwardHeaders(r.Header)
+		hdr := forwardHeaders(r.Header, d.cfg.RequestIDHeaders)
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -359,7 +359,7 @@ func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header)})
+	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header, d.cfg.RequestIDHeaders)})
 	if err != nil {
 		WriteError(w, legTransportError("prefill", p, err, ctx))
 		return

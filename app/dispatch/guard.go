@@ -15,7 +15,7 @@ import (
 //     (with a WWW-Authenticate challenge; OpenAI clients send their key this way);
 //   - every configured request-id header (--request-id-headers) present must hold a valid
 //     id (wire.ValidRequestID: at most wire.MaxRequestIDLen bytes of letters, digits and
-//     - _ . : / + = @), else 400 invalid_request_id, so a hostile id never reaches an engine
+//   - _ . : / + = @), else 400 invalid_request_id, so a hostile id never reaches an engine
 //     or a log line.
 //
 // Both answer in the seed's error shape with X-SMG-Error-Code (WriteError).

@@ -14,9 +14,9 @@ import (
 //   - --api-key: without `Authorization: Bearer <key>` the answer is 401 invalid_api_key
 //     (with a WWW-Authenticate challenge; OpenAI clients send their key this way);
 //   - every configured request-id header (--request-id-headers) present must hold a valid
-//     id (wire.ValidRequestID: at most wire.MaxRequestIDLen bytes of letters, digits and
-//   - _ . : / + = @), else 400 invalid_request_id, so a hostile id never reaches an engine
-//     or a log line.
+//     id (wire.ValidRequestID: at most wire.MaxRequestIDLen bytes of letters, digits and the
+//     marks "-_.:/+=@"), else 400 invalid_request_id, so a hostile id never reaches an
+//     engine or a log line.
 //
 // Both answer in the seed's error shape with X-SMG-Error-Code (WriteError).
 func Guard(routes []ports.Route, apiKey string, requestIDHeaders []string) []ports.Route {

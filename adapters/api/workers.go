@@ -19,7 +19,7 @@ import (
 // key (registry.Service.PairingKey; "unknown" until the pairing use case installs one).
 type WorkerInfo struct {
 	ID             string               `json:"id" doc:"Gateway-assigned UUID." format:"uuid"`
-	URL            string               `json:"url" doc:"Worker URL as registered (trailing '/' removed)."`
+	URL            string               `json:"url" doc:"Worker URL as registered (trailing '/' removed), with any user:password@ shown as redacted@."`
 	ModelID        string               `json:"model_id,omitempty" doc:"Primary model id; absent for a wildcard worker (no models)."`
 	Models         []registry.ModelCard `json:"models,omitempty" doc:"Models served; absent = every model."`
 	WorkerType     string               `json:"worker_type" enum:"regular,prefill,decode,encode"`
@@ -210,7 +210,7 @@ func registerWorkers(h huma.API, d Deps) {
 // info renders l as WorkerInfo.
 func info(r *registry.Service, l *worker.Live) WorkerInfo {
 	wi := WorkerInfo{
-		ID: l.ID, URL: l.URL, WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
+		ID: l.ID, URL: l.DisplayURL(), WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
 		RuntimeType: string(l.Runtime), BootstrapPort: l.BootstrapPort, KVConnector: l.KVConnector,
 		KVRole: l.KVRole, KVEngineID: l.KVEngineID, Priority: l.Priority, Cost: l.Cost,
 		Status: string(l.Status()), Load: l.Load(), PDPairing: r.PairingKey(l.Worker),

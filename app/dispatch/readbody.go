@@ -17,7 +17,8 @@ import (
 //     bytes with the same 413;
 //   - the whole body must arrive within timeout (0: no deadline) of the call, else 408
 //     body_read_timeout and the connection is closed; the deadline is lifted once the body
-//     is read, so it never bounds a long streamed answer;
+//     is read, so it never bounds a long streamed answer (the read deadline is set through
+//     http.ResponseController, which reaches the connection through wrappers that Unwrap);
 //   - memory follows the bytes received, not the announced size (readAllSized).
 //
 // Errors are *errs.Error for WriteError.
@@ -26,16 +27,17 @@ func readClientBody(w http.ResponseWriter, r *http.Request, limit int64, timeout
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge(limit)
 	}
-	if timeout > 0 {
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
-			defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-		}
-	}
+	rc := http.NewResponseController(w)
+	deadline := timeout > 0 && rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	b, err := readAllSized(http.MaxBytesReader(w, r.Body, limit), min(r.ContentLength, limit))
 	if err == nil {
+		if deadline {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		return b, nil
 	}
+	// On failure the deadline stays: the server's drain of an unread rest fails at once and
+	// the connection is closed instead of waiting on a silent client.
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		w.Header().Set("Connection", "close")

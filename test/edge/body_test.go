@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/test/fleet"
 )
 
 // openBody dials addr and sends the head of a chat completion announcing contentLength body
@@ -196,4 +198,26 @@ func heapAlloc(t *testing.T, addr string) int64 {
 	}
 	t.Fatal("no go_memstats_heap_alloc_bytes in /metrics")
 	return 0
+}
+
+// The deadline also holds behind the debug access log's response-writer wrapper.
+func TestBodyReadDeadlineBehindTheAccessLog(t *testing.T) {
+	t.Parallel()
+	cfg := fleet.DefaultConfig()
+	cfg.LogLevel = "debug"
+	cfg.BodyReadTimeout = time.Second
+	g := fleet.StartGateway(t, cfg)
+	addr := strings.TrimPrefix(g.URL, "http://")
+	start := time.Now()
+	c := openBody(t, addr, 1000, `{"model":`) // 1000 announced, 9 sent, then silence
+	br := bufio.NewReader(c)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second))) // hang guard
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "%s", body)
+	assert.Equal(t, "body_read_timeout", errorCode(t, body))
+	assert.GreaterOrEqual(t, time.Since(start), 800*time.Millisecond)
+	assert.True(t, closedWithin(c, br, 5*time.Second))
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,25 @@ import (
 type gatewayProc struct {
 	cmd    *exec.Cmd
 	addr   string // 127.0.0.1:<port>
-	stderr *strings.Builder
+	stderr *lockedBuffer
+}
+
+// lockedBuffer collects a child's output; safe to read while the child writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func freePort(t *testing.T) int {
@@ -38,7 +57,7 @@ func launch(t *testing.T, env []string, args ...string) *gatewayProc {
 	t.Helper()
 	port := strconv.Itoa(freePort(t))
 	all := append([]string{"launch", "--host", "127.0.0.1", "--port", port, "--prometheus-port", "0"}, args...)
-	g := &gatewayProc{cmd: exec.Command(smgBin, all...), addr: "127.0.0.1:" + port, stderr: &strings.Builder{}}
+	g := &gatewayProc{cmd: exec.Command(smgBin, all...), addr: "127.0.0.1:" + port, stderr: &lockedBuffer{}}
 	g.cmd.Stderr = g.stderr
 	g.cmd.Env = append(os.Environ(), env...)
 	require.NoError(t, g.cmd.Start())

@@ -194,3 +194,12 @@ func TestParseLevel(t *testing.T) {
 		assert.Equal(t, want, telemetry.ParseLevel(in), in)
 	}
 }
+
+func TestRequestIDHeadersAreConfigurable(t *testing.T) {
+	t.Parallel()
+	h := telemetry.NewMiddleware(slog.New(slog.DiscardHandler), nil, telemetry.WithRequestIDHeaders([]string{"X-My-Id"}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest(http.MethodGet, "/workers", nil)
+	req.Header.Set("X-Request-Id", "ignored")
+	req.Header.Set("X-My-Id", "mine-1")
+	assert.Equal(t, "mine-1", serve(t, h, req).Header().Get("X-Request-Id"))
+}

@@ -115,7 +115,7 @@ func registerWorkers(h huma.API, d Deps) {
 		Method:        http.MethodPost,
 		Path:          "/workers",
 		Summary:       "Register a worker",
-		Description:   "Validates the worker spec, adds the worker as pending and answers 202 at once. In the background the worker is probed (GET --health-check-endpoint) until it answers, its runtime, models and metadata are detected, and it becomes ready. The seed's bodies are accepted verbatim; top-level kv_connector, kv_role, kv_engine_id and bootstrap_port are honoured.",
+		Description:   "Validates the worker spec, adds the worker as pending and answers 202 at once. In the background the worker is probed (GET --health-check-endpoint) until it answers, its runtime, models and metadata are detected, and it becomes ready. The seed's bodies are accepted verbatim; top-level kv_connector, kv_role, kv_engine_id and bootstrap_port are honoured. Refused with 400 when the URL's host is, or resolves to, a link-local or cloud metadata address (169.254.0.0/16, fe80::/10, fd00:ec2::254) that --worker-allowed-hosts does not list, or a host outside that list when it is set; 409 WORKER_LIMIT_REACHED while --max-workers workers are registered.",
 		Tags:          []string{tagWorkers},
 		DefaultStatus: http.StatusAccepted,
 		Errors:        []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict},

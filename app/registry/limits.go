@@ -103,7 +103,8 @@ func blocked(ip net.IP) bool {
 // by name or address. ipc:// workers have no host. A host name the allow-list names passes
 // without a look-up; one that does not resolve passes only without an allow-list (it cannot
 // be dialed anyway, and the registry's client refuses blocked addresses when it dials).
-func (p hostPolicy) check(ctx context.Context, w worker.Worker) error {
+// resolve false skips the look-up: a name passes unless an allow-list does not name it.
+func (p hostPolicy) check(ctx context.Context, w worker.Worker, resolve bool) error {
 	if w.Mode == worker.ConnZMQ {
 		return nil
 	}
@@ -119,6 +120,12 @@ func (p hostPolicy) check(ctx context.Context, w worker.Worker) error {
 		ips = []net.IP{ip}
 	} else {
 		if p.names[normHost(host)] {
+			return nil
+		}
+		if !resolve {
+			if p.restrict {
+				return badRequest("Worker %s is not allowed: host %s is not in --worker-allowed-hosts", shown, host)
+			}
 			return nil
 		}
 		lctx, cancel := context.WithTimeout(ctx, resolveTimeout)

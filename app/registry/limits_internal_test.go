@@ -59,7 +59,7 @@ func TestHostPolicyRefusesMetadataAddressesUnlessListed(t *testing.T) {
 			pol  hostPolicy
 			ok   bool
 		}{{"open", open, tc.open}, {"listed", listed, tc.listed}, {"allow-list", only, tc.onlyOK}} {
-			err := p.pol.check(context.Background(), w)
+			err := p.pol.check(context.Background(), w, true)
 			if p.ok {
 				assert.NoError(t, err, "%s with %s policy", tc.url, p.name)
 				continue
@@ -79,4 +79,18 @@ func TestGuardedDialerRefusesBlockedAddresses(t *testing.T) {
 	newHostPolicy(nil, nil).guardDialer(tr)
 	_, err := tr.DialContext(context.Background(), "tcp", "169.254.169.254:80")
 	assert.ErrorIs(t, err, errBlockedDial)
+}
+
+func TestStartupWorkersAreCheckedWithoutLookups(t *testing.T) {
+	t.Parallel()
+	noDNS := func(context.Context, string) ([]net.IP, error) {
+		t.Error("a startup worker's host name was looked up")
+		return nil, errors.New("no")
+	}
+	open := newHostPolicy(nil, noDNS)
+	assert.NoError(t, open.check(context.Background(), worker.Worker{URL: "http://prefill-0:8000", Mode: worker.ConnHTTP}, false))
+	assert.Error(t, open.check(context.Background(), worker.Worker{URL: "http://169.254.169.254", Mode: worker.ConnHTTP}, false))
+	only := newHostPolicy([]string{"prefill-0"}, noDNS)
+	assert.NoError(t, only.check(context.Background(), worker.Worker{URL: "http://prefill-0:8000", Mode: worker.ConnHTTP}, false))
+	assert.Error(t, only.check(context.Background(), worker.Worker{URL: "http://decode-0:8000", Mode: worker.ConnHTTP}, false))
 }

@@ -137,11 +137,18 @@ func (s *Service) Config() config.Config { return s.cfg }
 // disabled are made ready without a probe. grpc:// and ipc:// workers cannot be probed here
 // and stay pending.
 func (s *Service) Register(ctx context.Context, spec Spec) (Accepted, error) {
+	return s.register(ctx, spec, true)
+}
+
+// register is Register; resolve false checks only literal addresses against the host policy
+// (startup workers: the operator's own flags, whose DNS look-ups must not hold up start-up;
+// the registry's client still refuses a blocked address when it dials).
+func (s *Service) register(ctx context.Context, spec Spec, resolve bool) (Accepted, error) {
 	w, err := spec.Build()
 	if err != nil {
 		return Accepted{}, err
 	}
-	if err := s.hosts.check(ctx, w); err != nil {
+	if err := s.hosts.check(ctx, w, resolve); err != nil {
 		return Accepted{}, err
 	}
 	w.ID = uuid.NewString()
@@ -377,7 +384,7 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 	}
 	var problems []error
 	for _, e := range list {
-		_, err := s.Register(ctx, e.spec)
+		_, err := s.register(ctx, e.spec, false)
 		if err == nil {
 			continue
 		}

@@ -499,3 +499,15 @@ func TestRegistrationProbesAreBounded(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // give any unbounded prober time to show up
 	assert.EqualValues(t, 3, peak.Load(), "probes in flight at once")
 }
+
+func TestStartupWorkersOnMetadataAddressesFailStartup(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.PDDisaggregation = true
+	cfg.Prefill = []config.PrefillSpec{{URL: "http://169.254.169.254:8000"}}
+	s, _ := newService(t, cfg)
+	err := s.RegisterStartup(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--prefill")
+	assert.Contains(t, err.Error(), "--worker-allowed-hosts")
+}

@@ -65,7 +65,7 @@ func newServer(p serverParams) (*Server, error) {
 	if p.Config.MaxPayloadSize > 0 {
 		h = http.MaxBytesHandler(h, p.Config.MaxPayloadSize)
 	}
-	h = telemetry.NewMiddleware(log, p.Tracer)(h)
+	h = telemetry.NewMiddleware(log, p.Tracer, telemetry.WithRequestIDHeaders(p.Config.RequestIDHeaders))(h)
 	s := &Server{
 		cfg:     p.Config,
 		log:     log,

@@ -108,6 +108,22 @@ type Config struct {
 	PrometheusPort int    // --prometheus-port, 29000; 0 = serve /metrics on the main port
 	LogLevel       string // --log-level, "info"
 	LogJSON        bool   // --log-json, default true
+
+	// Request bodies: how long a data-plane client may take to send its body.
+	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed
+
+	// Authentication. Keys are secrets: never logged, compared in constant time.
+	AdminAPIKey     string // --admin-api-key / SMG_ADMIN_API_KEY: Bearer key of the worker-management routes; "" = open
+	AdminAPIKeyFile string // --admin-api-key-file: file holding the admin key (LoadSecrets reads it)
+	APIKey          string // --api-key / SMG_API_KEY: Bearer key of the data-plane routes; "" = open
+
+	// Worker registration limits.
+	WorkerAllowedHosts []string // --worker-allowed-hosts: host names or CIDRs workers may live on; empty = any (link-local and cloud metadata refused unless listed)
+	MaxWorkers         int      // --max-workers, 1024; 0 = no cap
+	RegistrationProbes int      // --registration-probe-concurrency, 16: outbound registration probes in flight at once
+
+	// Request ids (smg-spec.md §3.8).
+	RequestIDHeaders []string // --request-id-headers: where a client request id is read from, and the only request-id headers forwarded to engines
 }
 
 // Default returns SMG's defaults.
@@ -159,6 +175,10 @@ func Default() Config {
 		PrometheusPort:             29000,
 		LogLevel:                   "info",
 		LogJSON:                    true,
+		BodyReadTimeout:            60 * time.Second,
+		MaxWorkers:                 1024,
+		RegistrationProbes:         16,
+		RequestIDHeaders:           []string{"x-request-id", "x-correlation-id", "x-trace-id", "request-id"},
 	}
 }
 

@@ -168,7 +168,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}
-		hdr := forwardHeaders(r.Header)
+		hdr := forwardHeaders(r.Header, d.cfg.RequestIDHeaders)
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -307,7 +307,7 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	}
 	defer rel()
 	legs := handoff.BootstrapPatch(rq.Body, rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
-	d.log.Debug("PD pair selected", "route", rq.Route.String(), "prefill", p.URL, "decode", dc.URL, "rooms", legs.Rooms)
+	d.log.Debug("PD pair selected", "route", rq.Route.String(), "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "rooms", legs.Rooms)
 	o, err := d.openParallel(ctx, rq, legs, p, dc, hdr)
 	if err != nil {
 		return false, err
@@ -345,18 +345,10 @@ func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (f
 	return rel, err
 }
 
-// readBody reads the client body within --max-payload-size: 413 beyond it.
+// readBody reads the client body within --max-payload-size and --body-read-timeout-secs
+// (readbody.go).
 func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := readAllSized(http.MaxBytesReader(w, r.Body, d.cfg.MaxPayloadSize), min(r.ContentLength, d.cfg.MaxPayloadSize))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errs.New(http.StatusRequestEntityTooLarge, "payload_too_large",
-				"request body exceeds --max-payload-size (%d bytes)", d.cfg.MaxPayloadSize)
-		}
-		return nil, errs.BadRequest("failed to read request body: %v", err)
-	}
-	return b, nil
+	return readClientBody(w, r, d.cfg.MaxPayloadSize, d.cfg.BodyReadTimeout)
 }
 
 // checkModel refuses a model that no prefill or decode worker serves (404 model_not_found),
@@ -412,7 +404,7 @@ func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header)})
+	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header, d.cfg.RequestIDHeaders)})
 	if err != nil {
 		WriteError(w, legTransportError("prefill", p, err, ctx))
 		return

@@ -248,7 +248,7 @@ func (c *Checker) apply(w *worker.Live, err error, counters Counters, t Threshol
 		if next != worker.StatusReady {
 			lvl = slog.LevelWarn
 		}
-		attrs := []any{"worker", w.URL, "worker_id", w.ID, "worker_type", string(w.Role), "from", string(cur), "to", string(next)}
+		attrs := []any{"worker", w.DisplayURL(), "worker_id", w.ID, "worker_type", string(w.Role), "from", string(cur), "to", string(next)}
 		if err != nil {
 			attrs = append(attrs, "error", err.Error())
 		}

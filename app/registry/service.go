@@ -51,6 +51,9 @@ type Service struct {
 
 	pairing atomic.Pointer[func(worker.Worker) string]
 
+	hosts  hostPolicy // --worker-allowed-hosts and the blocked metadata addresses
+	probes probeSlots // --registration-probe-concurrency
+
 	mu     sync.Mutex // serializes registry changes to the store
 	jobs   map[string]context.CancelFunc
 	ctx    context.Context
@@ -63,8 +66,12 @@ type Service struct {
 // Background work (activation probes, drains) runs until Close.
 func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger *slog.Logger) *Service {
 	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{}}
+	s.hosts = newHostPolicy(cfg.WorkerAllowedHosts, nil)
+	s.probes = make(probeSlots, max(cfg.RegistrationProbes, 1))
 	if s.client == nil {
-		s.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		s.hosts.guardDialer(tr) // a host name that now resolves to a metadata address is not dialed
+		s.client = &http.Client{Transport: tr}
 		s.own = true
 	}
 	if s.log == nil {
@@ -119,9 +126,11 @@ func (s *Service) Config() config.Config { return s.cfg }
 
 // Register validates spec, adds the worker to the store as pending and starts its activation
 // in the background; it returns without contacting the worker. Errors are *errs.Error in the
-// worker-API catalogue: 400 BAD_REQUEST (invalid spec, see Spec.Build), 409
-// WORKER_ALREADY_EXISTS (a worker with this URL is registered), 500 INTERNAL_SERVER_ERROR
-// (shutting down, store failure).
+// worker-API catalogue: 400 BAD_REQUEST (invalid spec, see Spec.Build; a host that is, or
+// resolves to, a link-local or cloud metadata address not in --worker-allowed-hosts, or a
+// host that list does not name), 409 WORKER_ALREADY_EXISTS (a worker with this URL is
+// registered), 409 WORKER_LIMIT_REACHED (--max-workers are registered), 500
+// INTERNAL_SERVER_ERROR (shutting down, store failure).
 //
 // Activation: an HTTP worker is probed (GET --health-check-endpoint) with growing pauses
 // until it answers 2xx, then its runtime, models and metadata labels are detected and it is
@@ -132,12 +141,22 @@ func (s *Service) Config() config.Config { return s.cfg }
 // is installed (WithGRPC); a gRPC prefill or decode registered with runtime trtllm or mlx is
 // refused with 400 BAD_REQUEST. ipc:// workers (and gRPC ones without a client) cannot be
 // probed here and stay pending.
-func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
+func (s *Service) Register(ctx context.Context, spec Spec) (Accepted, error) {
+	return s.register(ctx, spec, true)
+}
+
+// register is Register; resolve false checks only literal addresses against the host policy
+// (startup workers: the operator's own flags, whose DNS look-ups must not hold up start-up;
+// the registry's client still refuses a blocked address when it dials).
+func (s *Service) register(ctx context.Context, spec Spec, resolve bool) (Accepted, error) {
 	w, err := spec.Build()
 	if err != nil {
 		return Accepted{}, err
 	}
 	if err := refusePD(w); err != nil {
+		return Accepted{}, err
+	}
+	if err := s.hosts.check(ctx, w, resolve); err != nil {
 		return Accepted{}, err
 	}
 	w.ID = uuid.NewString()
@@ -148,7 +167,7 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 	healthOff := s.cfg.DisableHealthCheck || w.Health.Disable
 	l := worker.NewLive(w, worker.StatusPending)
 	if !healthOff && !activatable {
-		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.URL, "worker_type", string(w.Role))
+		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.DisplayURL(), "worker_type", string(w.Role))
 	}
 
 	s.mu.Lock()
@@ -157,7 +176,10 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Worker registry is shutting down")
 	}
 	if old, err := s.store.GetByURL(w.URL); err == nil {
-		return Accepted{}, alreadyExists(w.URL, old.ID)
+		return Accepted{}, alreadyExists(w.DisplayURL(), old.ID)
+	}
+	if err := s.checkCap(); err != nil {
+		return Accepted{}, err
 	}
 	if !activatable && healthOff {
 		l.SetStatus(worker.StatusReady)
@@ -169,9 +191,9 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 			if old != nil {
 				id = old.ID
 			}
-			return Accepted{}, alreadyExists(w.URL, id)
+			return Accepted{}, alreadyExists(w.DisplayURL(), id)
 		}
-		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Failed to register worker %s: %v", w.URL, err)
+		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Failed to register worker %s: %v", w.DisplayURL(), err)
 	}
 	if activatable {
 		ctx, cancel := context.WithCancel(s.ctx)
@@ -182,9 +204,9 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 			s.activate(ctx, l, healthOff)
 		}()
 	}
-	s.log.Info("worker registered", "worker", w.URL, "worker_id", w.ID, "worker_type", string(w.Role),
+	s.log.Info("worker registered", "worker", w.DisplayURL(), "worker_id", w.ID, "worker_type", string(w.Role),
 		"runtime_type", string(w.Runtime), "kv_connector", w.KVConnector)
-	return Accepted{WorkerID: w.ID, URL: w.URL, Location: "/workers/" + w.ID}, nil
+	return Accepted{WorkerID: w.ID, URL: w.DisplayURL(), Location: "/workers/" + w.ID}, nil
 }
 
 func alreadyExists(url, id string) *errs.Error {
@@ -218,7 +240,12 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 		if !s.current(l) {
 			return
 		}
-		err := health.Probe(ctx, s.client, l.Worker, s.cfg.HealthCheckEndpoint, timeout)
+		release, err := s.probes.acquire(ctx)
+		if err != nil {
+			return
+		}
+		err = health.Probe(ctx, s.client, l.Worker, s.cfg.HealthCheckEndpoint, timeout)
+		release()
 		if err == nil {
 			break
 		}
@@ -227,7 +254,7 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 		}
 		if !warned {
 			s.log.Warn("worker not answering yet; it stays pending and will be probed again",
-				"worker", l.URL, "worker_id", l.ID, "error", err.Error())
+				"worker", l.DisplayURL(), "worker_id", l.ID, "error", err.Error())
 			warned = true
 		}
 		select {
@@ -256,10 +283,10 @@ func (s *Service) swapIn(l *worker.Live, detected worker.Worker, engineIDRead bo
 	nl := worker.NewLive(detected, worker.StatusReady)
 	nl.SetEngineIDConfirmed(engineIDRead)
 	if err := s.store.Replace(l, nl); err != nil {
-		s.log.Error("swapping in the detected worker failed", "worker", l.URL, "worker_id", l.ID, "error", err.Error())
+		s.log.Error("swapping in the detected worker failed", "worker", l.DisplayURL(), "worker_id", l.ID, "error", err.Error())
 		return
 	}
-	s.log.Info("worker ready", "worker", nl.URL, "worker_id", nl.ID, "worker_type", string(nl.Role),
+	s.log.Info("worker ready", "worker", nl.DisplayURL(), "worker_id", nl.ID, "worker_type", string(nl.Role),
 		"runtime_type", string(nl.Runtime), "models", nl.Models)
 }
 
@@ -332,11 +359,11 @@ func (s *Service) Remove(_ context.Context, id string) error {
 			return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
 		}
 		s.forget(l)
-		s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
+		s.log.Info("worker removed", "worker", l.DisplayURL(), "worker_id", id)
 		return nil
 	}
 	s.store.SetStatus(l, worker.StatusDraining)
-	s.log.Info("worker draining", "worker", l.URL, "worker_id", id, "drain_settle", settle.String())
+	s.log.Info("worker draining", "worker", l.DisplayURL(), "worker_id", id, "drain_settle", settle.String())
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -351,7 +378,7 @@ func (s *Service) Remove(_ context.Context, id string) error {
 		if cur, err := s.store.Get(id); err == nil && cur == l {
 			_, _ = s.store.Remove(id)
 			s.forget(l)
-			s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
+			s.log.Info("worker removed", "worker", l.DisplayURL(), "worker_id", id)
 		}
 	}()
 	return nil
@@ -379,19 +406,19 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 	}
 	var problems []error
 	for _, e := range list {
-		_, err := s.Register(ctx, e.spec)
+		_, err := s.register(ctx, e.spec, false)
 		if err == nil {
 			continue
 		}
 		if ee, ok := errs.As(err); ok && ee.Code == wire.CodeWorkerAlreadyExists {
-			s.log.Warn("startup worker listed twice; registered once", "flag", e.flag, "worker", e.spec.URL)
+			s.log.Warn("startup worker listed twice; registered once", "flag", e.flag, "worker", worker.RedactURL(e.spec.URL))
 			continue
 		}
 		msg := err.Error()
 		if ee, ok := errs.As(err); ok {
 			msg = ee.Message
 		}
-		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, e.spec.URL, msg))
+		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, worker.RedactURL(e.spec.URL), msg))
 	}
 	return errors.Join(problems...)
 }

@@ -48,6 +48,9 @@ func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.C
 			} else if ok {
 				cfg.Port = port
 			}
+			if err := cfg.LoadSecrets(); err != nil {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}

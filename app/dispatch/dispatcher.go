@@ -168,7 +168,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}
-		hdr := forwardHeaders(r.Header, d.cfg.RequestIDHeaders)
+		hdr := d.legHeaders(r.Header)
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -215,7 +215,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 					// workers'. Counted on neither that worker nor another, and not retried.
 					f.recorded.Store(true)
 					d.log.Warn("PD attempt failed the same way on a second worker; not retrying", "attempt", i+1,
-						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.URL, "worker_id", f.w.ID)
+						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.DisplayURL(), "worker_id", f.w.ID)
 					break
 				}
 				d.recordFault(f)
@@ -373,6 +373,17 @@ func (d *Dispatcher) checkModel(m string) *errs.Error {
 	return errs.ModelNotFound(m)
 }
 
+// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key the
+// client's Authorization is the gateway's own credential and is not passed on: an engine
+// gets the worker's api_key instead, when it has one (httpengine).
+func (d *Dispatcher) legHeaders(in http.Header) http.Header {
+	h := forwardHeaders(in, d.cfg.RequestIDHeaders)
+	if d.cfg.APIKey != "" {
+		h.Del("Authorization")
+	}
+	return h
+}
+
 // routingKey returns the first configured routing-key header's value (smg-spec.md §5.10).
 func (d *Dispatcher) routingKey(h http.Header) string {
 	for _, name := range d.cfg.RoutingKeyHeaders {
@@ -404,7 +415,7 @@ func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header, d.cfg.RequestIDHeaders)})
+	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: d.legHeaders(r.Header)})
 	if err != nil {
 		WriteError(w, legTransportError("prefill", p, err, ctx))
 		return

@@ -68,9 +68,9 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		d.log.Warn("NIXL prefill returned no kv_transfer_params; decode recomputes the prompt",
 			"prefill", p.URL, "decode", dc.URL)
 	case handoff.OutcomeRecompute:
-		d.log.Warn("Mooncake prefill has no kv_engine_id; no prefill leg sent, decode recomputes the prompt", "prefill", p.URL)
+		d.log.Warn("Mooncake prefill has no kv_engine_id; no prefill leg sent, decode recomputes the prompt", "prefill", p.DisplayURL())
 	}
-	d.log.Debug("vLLM PD pair", "prefill", p.URL, "decode", dc.URL, "mode", plan.Mode,
+	d.log.Debug("vLLM PD pair", "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "mode", plan.Mode,
 		"transfer_id", plan.TransferID, "outcome", outcome.String(),
 		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
 

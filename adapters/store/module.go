@@ -32,8 +32,8 @@ type sharedOut struct {
 }
 
 // Module provides ports.SlotCounter and ports.StickyStore. Without --redis-url they are the
-// in-memory adapters (per instance). With it, the Redis adapters (default options: prefix
-// "smg:", 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
+// in-memory adapters (per instance). With it, the Redis adapters (prefix --redis-key-prefix,
+// default "smg:"; 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
 // and FallbackSticky over the in-memory ones. A Redis that does not answer at start-up is
 // logged, not fatal: the gateway starts on per-instance state and switches to Redis once it
 // answers. A URL go-redis cannot parse fails the start.
@@ -56,7 +56,7 @@ func newShared(in sharedIn) (sharedOut, error) {
 	if err != nil {
 		return sharedOut{}, err
 	}
-	o := redis.Options{Logger: log}
+	o := redis.Options{Logger: log, Prefix: in.Config.RedisKeyPrefix}
 	var slots *redis.Slots
 	in.LC.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

@@ -52,6 +52,10 @@ type Config struct {
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
 	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	// RedisKeyPrefix starts every Redis key and channel of the shared state
+	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
+	// with different prefixes; replicas of one deployment must use the same.
+	RedisKeyPrefix string
 
 	// Retries and circuit breaker (smg-spec.md §8.3)
 	RetryMaxRetries       int           // --retry-max-retries, 5 (total attempts)
@@ -145,6 +149,7 @@ func Default() Config {
 		LeastLoadDefaultThroughput: 2000,
 		LeastLoadMeanPrefillTokens: 1024,
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
+		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,
 		RetryMaxRetries:            5,
 		RetryInitialBackoffMS:      50,

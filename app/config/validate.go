@@ -84,6 +84,9 @@ func (c Config) validateServer() error {
 			return bad("--redis-url", "%s (got %q)", err, redactURL(u))
 		}
 	}
+	if strings.TrimSpace(c.RedisKeyPrefix) == "" || strings.ContainsAny(c.RedisKeyPrefix, " \t\r\n") {
+		return bad("--redis-key-prefix", "must be a non-empty prefix without white space (got %q)", c.RedisKeyPrefix)
+	}
 	return nil
 }
 

@@ -154,6 +154,7 @@ func TestValidateEdgeFlags(t *testing.T) {
 		{"redis db query", func(c *config.Config) { c.RedisURL = "unix:///tmp/r.sock?db=2" }, ""},
 		{"redis db not a number", func(c *config.Config) { c.RedisURL = "redis://127.0.0.1:6379/abc" }, "--redis-url"},
 		{"redis db negative", func(c *config.Config) { c.RedisURL = "rediss://h:6379/-1" }, "--redis-url"},
+		{"redis key prefix empty", func(c *config.Config) { c.RedisKeyPrefix = "" }, "--redis-key-prefix"},
 		{"redis path too deep", func(c *config.Config) { c.RedisURL = "redis://h:6379/1/2" }, "--redis-url"},
 		{"redis db query bad", func(c *config.Config) { c.RedisURL = "unix:///tmp/r.sock?db=x" }, "--redis-url"},
 		{"body read timeout 0", func(c *config.Config) { c.BodyReadTimeout = 0 }, "--body-read-timeout-secs"},

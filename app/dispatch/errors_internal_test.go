@@ -65,12 +65,12 @@ func TestLegErrorCodesPassTheStatusThrough(t *testing.T) {
 		decodeCode, preCode string
 		retryable           bool
 	}{
-		{400, "decode_bad_request", "prefill_bad_request", false},
-		{404, "decode_not_found", "prefill_not_found", false},
-		{429, "decode_error", "prefill_error", true},
-		{500, "decode_internal_error", "prefill_internal_error", true},
-		{502, "decode_bad_gateway", "prefill_bad_gateway", true},
-		{503, "decode_unavailable", "prefill_unavailable", true},
+		{400, "decode_bad_request", "prefill_upstream_error", false},
+		{404, "decode_not_found", "prefill_upstream_error", false},
+		{429, "decode_error", "prefill_upstream_error", true},
+		{500, "decode_internal_error", "prefill_upstream_error", true},
+		{502, "decode_bad_gateway", "prefill_upstream_error", true},
+		{503, "decode_unavailable", "prefill_upstream_error", true},
 	}
 	for _, tc := range tests {
 		d := decodeError(tc.status, []byte(`{"error":{"message":"m"}}`))

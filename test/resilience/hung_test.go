@@ -205,7 +205,7 @@ func TestPoisonedRequestCannotTakeALegDown(t *testing.T) {
 		Gateway: func(g *config.Config) { g.Policy = "round_robin" }})
 	for i := range 20 {
 		r := f.Gateway.Post(t, "/v1/chat/completions", chat(fmt.Sprintf("poison %d", i), 4, false, "prefill:status:500"), nil)
-		requireError(t, r, http.StatusInternalServerError, "prefill_internal_error")
+		requireError(t, r, http.StatusInternalServerError, "prefill_upstream_error")
 		if i%2 == 1 {
 			r := f.Gateway.Post(t, "/v1/chat/completions", chat("healthy", 4, false), nil)
 			require.Equal(t, http.StatusOK, r.Status, "healthy request after poison %d: %s", i, r.Body)

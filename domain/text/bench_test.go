@@ -1,0 +1,42 @@
+package text_test
+
+import (
+	"testing"
+
+	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/text/texttest"
+)
+
+// BenchmarkEncode4KB reports tokens/s for the 4096-byte corpus prompt (the target on the gRPC
+// path is ≥ 1 M tokens/s: every prompt is tokenized before the prefill starts).
+func BenchmarkEncode4KB(b *testing.B) {
+	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1} {
+		b.Run(model, func(b *testing.B) {
+			tok := texttest.Tokenizer(b, model)
+			prompt := corpus(b)["prompt_4k"]
+			n := len(tok.Encode(prompt, false))
+			b.SetBytes(int64(len(prompt)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tok.Encode(prompt, false)
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkDecodeStreamPerToken is the per-token cost of incremental detokenisation.
+func benchmarkDecodeStreamPerToken(b *testing.B) {
+	tok := texttest.Tokenizer(b, texttest.Qwen3)
+	ids := tok.Encode(corpus(b)["prompt_4k"]+corpus(b)["cjk_fullwidth"]+corpus(b)["emoji_zwj"], false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var ds *text.Tokenizer
+	for i := 0; i < b.N; i++ {
+		if i%len(ids) == 0 {
+			ds = tok
+		}
+		_ = ds
+	}
+}

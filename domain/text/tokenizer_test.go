@@ -1,0 +1,133 @@
+package text_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/text/texttest"
+)
+
+type corpusEntry struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+type goldenIDs struct {
+	Name               string   `json:"name"`
+	IDs                []uint32 `json:"ids"`
+	Decoded            string   `json:"decoded"`
+	DecodedSkipSpecial string   `json:"decoded_skip_special"`
+}
+
+func readJSON(t testing.TB, name string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, v))
+}
+
+func corpus(t testing.TB) map[string]string {
+	var entries []corpusEntry
+	readJSON(t, "corpus.json", &entries)
+	m := make(map[string]string, len(entries))
+	for _, e := range entries {
+		m[e.Name] = e.Text
+	}
+	return m
+}
+
+// Golden ids come from the JS reference tokenizer (testdata/gen_ids.js) over testdata/corpus.json.
+func TestEncodeDecodeMatchesReference(t *testing.T) {
+	t.Parallel()
+	texts := corpus(t)
+	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1} {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			tok := texttest.Tokenizer(t, model)
+			var golden []goldenIDs
+			readJSON(t, "golden_ids_"+model+".json", &golden)
+			require.GreaterOrEqual(t, len(golden), 15)
+			for _, g := range golden {
+				s, ok := texts[g.Name]
+				require.True(t, ok, g.Name)
+				assert.Equal(t, g.IDs, tok.Encode(s, false), "encode %s", g.Name)
+				assert.Equal(t, g.Decoded, tok.Decode(g.IDs, false), "decode %s", g.Name)
+				assert.Equal(t, g.DecodedSkipSpecial, tok.Decode(g.IDs, true), "decode skipping specials %s", g.Name)
+				if model == texttest.Qwen3 {
+					assert.Equal(t, norm.NFC.String(s), tok.Decode(g.IDs, false), "round trip %s", g.Name)
+				} else {
+					assert.Equal(t, s, tok.Decode(g.IDs, false), "round trip %s", g.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestKnownIDs(t *testing.T) {
+	t.Parallel()
+	qwen := texttest.Tokenizer(t, texttest.Qwen3)
+	llama := texttest.Tokenizer(t, texttest.Llama3_1)
+	cases := []struct {
+		name    string
+		tok     *text.Tokenizer
+		in      string
+		special bool
+		want    []uint32
+	}{
+		{"qwen hello", qwen, "Hello, world!", false, []uint32{9707, 11, 1879, 0}},
+		{"qwen inline specials", qwen, "<|im_start|>user\nhi<|im_end|>", false, []uint32{151644, 872, 198, 6023, 151645}},
+		{"qwen adds nothing with special tokens", qwen, "Hello, world!", true, []uint32{9707, 11, 1879, 0}},
+		{"llama hello", llama, "Hello, world!", false, []uint32{9906, 11, 1917, 0}},
+		{"llama prepends begin_of_text", llama, "Hello, world!", true, []uint32{128000, 9906, 11, 1917, 0}},
+		{"empty", qwen, "", false, []uint32{}},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, c.tok.Encode(c.in, c.special), c.name)
+	}
+	id, ok := qwen.TokenID("<|im_end|>")
+	assert.True(t, ok)
+	assert.Equal(t, uint32(151645), id)
+	assert.True(t, qwen.IsSpecial(151645))
+	assert.False(t, qwen.IsSpecial(151667), "<think> is an added token but not special")
+	assert.Equal(t, "hi", qwen.Decode([]uint32{151644, 6023, 151645}, true))
+	assert.Equal(t, "hi", qwen.Decode([]uint32{6023, 4_000_000}, false), "unknown ids are skipped")
+}
+
+func TestLongPiecesUseTheSameMergeOrder(t *testing.T) {
+	t.Parallel()
+	tok := texttest.Tokenizer(t, texttest.Qwen3)
+	// A 49+ byte piece takes the heap path; the same text cut into pieces the quadratic path
+	// handles must decode identically, and both must round-trip.
+	for _, s := range []string{strings.Repeat("ab", 40), strings.Repeat(" ", 70) + "x", strings.Repeat("é", 30)} {
+		ids := tok.Encode(s, false)
+		assert.Equal(t, s, tok.Decode(ids, false))
+		assert.Less(t, len(ids), len(s), "merges applied for %q", s)
+	}
+}
+
+func TestUnsupportedTokenizersNameTheModelType(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"unigram":   `{"model":{"type":"Unigram","vocab":[]}}`,
+		"wordpiece": `{"model":{"type":"WordPiece","vocab":{}}}`,
+		"sentencepiece bpe": `{"normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"}]},
+			"pre_tokenizer":null,"model":{"type":"BPE","byte_fallback":true,"vocab":{},"merges":[]}}`,
+		"metaspace": `{"pre_tokenizer":{"type":"Metaspace"},"model":{"type":"BPE","vocab":{},"merges":[]}}`,
+	}
+	for name, doc := range cases {
+		_, err := text.Parse([]byte(doc))
+		require.Error(t, err, name)
+		assert.ErrorIs(t, err, text.ErrUnsupportedTokenizer, name)
+	}
+	_, err := text.Parse([]byte(`{"model":`))
+	assert.Error(t, err)
+	assert.NotErrorIs(t, err, text.ErrUnsupportedTokenizer)
+}

@@ -148,10 +148,10 @@ func BenchmarkRenderQwen3WithToolCall(b *testing.B) {
 func TestNewlineBeforeBlockTagIsKept(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"{% for m in messages %}{{ m.role }}\n{% endfor %}":           "user\nassistant\n",
+		"{% for m in messages %}{{ m.role }}\n{% endfor %}":             "user\nassistant\n",
 		"{% for m in messages %}\n  {{ m.role }}\n  {% endfor %}done\n": "  user\n  assistant\ndone",
-		"{% for m in messages -%}\n  {{ m.role }} {%- endfor %}":       "userassistant",
-		"a {# c #}\n{{ messages | length }}":                             "a 2",
+		"{% for m in messages -%}\n  {{ m.role }} {%- endfor %}":        "userassistant",
+		"a {# c #}\n{{ messages | length }}":                            "a 2",
 	}
 	for src, want := range cases {
 		ct, err := text.CompileChatTemplate(src, text.TemplateOptions{})

@@ -52,6 +52,7 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.validateWorkers, c.validatePolicies, c.validatePolicyTuning,
 		c.validateResilience, c.validateHealth, c.validateTimeouts, c.validateObservability,
+		c.validateText,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -26,7 +26,7 @@ test: fixtures
 	$(GO) test -race -timeout 20m ./...
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
-bench:
+bench: fixtures
 	GO=$(GO) BIN=$(BIN) ./test/load/bench.sh
 
 ## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process

@@ -68,6 +68,7 @@ func CompileChatTemplate(source string, opts TemplateOptions) (*ChatTemplate, er
 	if now == nil {
 		now = time.Now
 	}
+	c.base[indentedTojsonName] = jinja.NewCallable(indentedTojsonName, indentedTojsonFunc)
 	c.base["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		format := "%Y-%m-%d"
 		if len(args) > 0 && args[0].IsString() {

@@ -45,6 +45,10 @@ func chatTemplates(t testing.TB) map[string]*text.ChatTemplate {
 		require.NoError(t, err, model)
 		out[model] = ct
 	}
+	llama32, err := text.CompileChatTemplate(string(mustRead(t, texttest.Template(t, "llama3_2"))),
+		text.TemplateOptions{BOSToken: "<|begin_of_text|>", EOSToken: "<|eot_id|>", Now: fixedNow})
+	require.NoError(t, err)
+	out["llama3_2"] = llama32
 	for _, name := range []string{"whitespace", "strict"} {
 		ct, err := text.CompileChatTemplate(string(mustRead(t, filepath.Join("testdata", "templates", name+".jinja"))),
 			text.TemplateOptions{BOSToken: "<s>", EOSToken: "</s>", Now: fixedNow})
@@ -160,4 +164,18 @@ func TestNewlineBeforeBlockTagIsKept(t *testing.T) {
 		require.NoError(t, err, src)
 		assert.Equal(t, want, got, src)
 	}
+}
+
+// tojson(indent=N) prints like Python's json.dumps(ensure_ascii=False, indent=N): keys in the
+// order sent, 1.0 stays a float, only quotes, backslashes and control characters escaped.
+func TestIndentedTojsonMatchesPython(t *testing.T) {
+	t.Parallel()
+	ct, err := text.CompileChatTemplate(`{{ x | tojson(indent=2) }}|{{ x['n'] | tojson(indent=2) }}`, text.TemplateOptions{})
+	require.NoError(t, err)
+	got, err := ct.Render(text.ChatInput{Messages: json.RawMessage(`[]`),
+		TemplateKwargs: json.RawMessage(`{"x":{"b":1,"a":[1.0,2.5,1e20,-0.0,true,null,{}],"s":"é\"\\\n\t\u0001<>&\u2028","e":[],"n":{"z":{"y":[]}}}}`)})
+	require.NoError(t, err)
+	want := "{\n  \"b\": 1,\n  \"a\": [\n    1.0,\n    2.5,\n    1e+20,\n    -0.0,\n    true,\n    null,\n    {}\n  ],\n  \"s\": \"\u00e9\\\"\\\\\\n\\t\\u0001<>&\u2028\",\n  \"e\": [],\n  \"n\": {\n    \"z\": {\n      \"y\": []\n    }\n  }\n}" +
+		"|{\n  \"z\": {\n    \"y\": []\n  }\n}"
+	assert.Equal(t, want, got)
 }

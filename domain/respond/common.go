@@ -118,15 +118,15 @@ func tokenString(b []byte) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// ChatLogprobToken is one entry of OpenAI chat logprobs.content.
+// chatLogprobToken is one entry of OpenAI chat logprobs.content.
 type chatLogprobToken struct {
 	Token       string          `json:"token"`
 	Logprob     float64         `json:"logprob"`
 	Bytes       []int           `json:"bytes"`
-	TopLogprobs []chatTopLogpro `json:"top_logprobs"`
+	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
 }
 
-type chatTopLogpro struct {
+type chatTopLogprob struct {
 	Token   string  `json:"token"`
 	Logprob float64 `json:"logprob"`
 	Bytes   []int   `json:"bytes"`
@@ -153,10 +153,10 @@ func chatLogprobsOf(v Vocab, lps []Logprob) *chatLogprobs {
 	out := &chatLogprobs{Content: make([]chatLogprobToken, 0, len(lps))}
 	for _, lp := range lps {
 		b, ints := tokenBytes(v, lp.TokenID)
-		e := chatLogprobToken{Token: tokenString(b), Logprob: lp.Logprob, Bytes: ints, TopLogprobs: []chatTopLogpro{}}
+		e := chatLogprobToken{Token: tokenString(b), Logprob: lp.Logprob, Bytes: ints, TopLogprobs: []chatTopLogprob{}}
 		for _, t := range lp.Top {
 			tb, tints := tokenBytes(v, t.TokenID)
-			e.TopLogprobs = append(e.TopLogprobs, chatTopLogpro{Token: tokenString(tb), Logprob: t.Logprob, Bytes: tints})
+			e.TopLogprobs = append(e.TopLogprobs, chatTopLogprob{Token: tokenString(tb), Logprob: t.Logprob, Bytes: tints})
 		}
 		out.Content = append(out.Content, e)
 	}

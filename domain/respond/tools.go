@@ -234,3 +234,8 @@ func (p *llamaToolParser) Flush() (string, []ToolCall) {
 	}
 	return "", calls
 }
+
+var (
+	_ ToolParser = (*qwenToolParser)(nil)
+	_ ToolParser = (*llamaToolParser)(nil)
+)

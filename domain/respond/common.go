@@ -120,9 +120,9 @@ func tokenString(b []byte) string {
 
 // chatLogprobToken is one entry of OpenAI chat logprobs.content.
 type chatLogprobToken struct {
-	Token       string          `json:"token"`
-	Logprob     float64         `json:"logprob"`
-	Bytes       []int           `json:"bytes"`
+	Token       string           `json:"token"`
+	Logprob     float64          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`
 	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
 }
 

@@ -10,7 +10,7 @@ import (
 // BenchmarkEncode4KB reports tokens/s for the 4096-byte corpus prompt (the target on the gRPC
 // path is ≥ 1 M tokens/s: every prompt is tokenized before the prefill starts).
 func BenchmarkEncode4KB(b *testing.B) {
-	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1} {
+	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1, texttest.Llama2} {
 		b.Run(model, func(b *testing.B) {
 			tok := texttest.Tokenizer(b, model)
 			prompt := corpus(b)["prompt_4k"]

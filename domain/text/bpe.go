@@ -1,7 +1,5 @@
 package text
 
-import "container/heap"
-
 // mergeKey packs a pair of adjacent symbol ids.
 func mergeKey(a, b uint32) uint64 { return uint64(a)<<32 | uint64(b) }
 
@@ -23,13 +21,21 @@ func (t *Tokenizer) bpe(piece string, out []uint32) []uint32 {
 			return append(out, id)
 		}
 	}
-	if len(piece) > 48 {
-		return t.bpeHeap(piece, out)
-	}
 	var buf [48]uint32
-	syms := buf[:len(piece)]
+	syms := buf[:0]
+	if len(piece) > len(buf) {
+		syms = make([]uint32, 0, len(piece))
+	}
 	for i := 0; i < len(piece); i++ {
-		syms[i] = t.byteID[piece[i]]
+		syms = append(syms, t.byteID[piece[i]])
+	}
+	return t.merge(syms, out)
+}
+
+// merge applies the merge rules to syms (consumed) and appends the result to out.
+func (t *Tokenizer) merge(syms, out []uint32) []uint32 {
+	if len(syms) > 48 {
+		return t.mergeHeap(syms, out)
 	}
 	for len(syms) > 1 {
 		best, bestRank, bestID := -1, ^uint32(0), uint32(0)
@@ -47,34 +53,33 @@ func (t *Tokenizer) bpe(piece string, out []uint32) []uint32 {
 	return append(out, syms...)
 }
 
-// bpeHeap is bpe for long pieces (runs of letters or whitespace): O(n log n) with a heap of
-// candidate merges over a linked list of symbols, the same order as the quadratic loop.
-func (t *Tokenizer) bpeHeap(piece string, out []uint32) []uint32 {
-	n := len(piece)
-	ids := make([]uint32, n)
+// mergeHeap is merge for long symbol runs (runs of letters or whitespace, SentencePiece
+// segments): O(n log n) with a heap of candidate merges over a linked list of symbols, in the
+// same order as the quadratic loop.
+func (t *Tokenizer) mergeHeap(ids, out []uint32) []uint32 {
+	n := len(ids)
 	prev := make([]int, n)
 	next := make([]int, n)
 	alive := make([]bool, n)
 	for i := 0; i < n; i++ {
-		ids[i] = t.byteID[piece[i]]
 		prev[i], next[i], alive[i] = i-1, i+1, true
 	}
 	next[n-1] = -1
-	h := &mergeHeap{}
+	h := make(mergeHeap, 0, n)
 	push := func(l int) {
 		if l < 0 || next[l] < 0 {
 			return
 		}
 		r := next[l]
 		if m, ok := t.merges[mergeKey(ids[l], ids[r])]; ok {
-			heap.Push(h, cand{rank: m.rank, pos: l, left: ids[l], right: ids[r], id: m.id})
+			h.push(cand{rank: m.rank, pos: l, left: ids[l], right: ids[r], id: m.id})
 		}
 	}
 	for i := 0; i+1 < n; i++ {
 		push(i)
 	}
-	for h.Len() > 0 {
-		c := heap.Pop(h).(cand)
+	for len(h) > 0 {
+		c := h.pop()
 		l := c.pos
 		if !alive[l] || next[l] < 0 || ids[l] != c.left || ids[next[l]] != c.right {
 			continue
@@ -100,20 +105,50 @@ type cand struct {
 	pos                   int
 }
 
+// mergeHeap is a binary min-heap of candidates by (rank, pos), typed to avoid container/heap's
+// per-push allocation.
 type mergeHeap []cand
 
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
+func (h mergeHeap) less(i, j int) bool {
 	if h[i].rank != h[j].rank {
 		return h[i].rank < h[j].rank
 	}
 	return h[i].pos < h[j].pos
 }
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(cand)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *mergeHeap) push(c cand) {
+	*h = append(*h, c)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *mergeHeap) pop() cand {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(a) && a.less(l, m) {
+			m = l
+		}
+		if r < len(a) && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }

@@ -17,7 +17,7 @@ func TestDecodeStreamNeverEmitsPartialCharacters(t *testing.T) {
 	t.Parallel()
 	texts := corpus(t)
 	heavy := texts["cjk_fullwidth"] + texts["emoji_zwj"] + texts["accents"] + "🧑🏿‍🚀𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﷽ " + texts["prompt_4k"][:200]
-	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1} {
+	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1, texttest.Llama2} {
 		tok := texttest.Tokenizer(t, model)
 		ids := tok.Encode(heavy, false)
 		ds := text.NewDecodeStream(tok, false)
@@ -33,8 +33,15 @@ func TestDecodeStreamNeverEmitsPartialCharacters(t *testing.T) {
 			sb.WriteString(chunk)
 		}
 		sb.WriteString(ds.Flush())
-		assert.Equal(t, tok.Decode(ids, false), sb.String(), model)
-		assert.Equal(t, heavy, sb.String(), model)
+		streamed := sb.String()
+		if model == texttest.Llama2 {
+			// SentencePiece: the stream keeps the first token's "▁" as a space (text after a
+			// prompt); a whole decode strips it.
+			require.True(t, strings.HasPrefix(streamed, " "), model)
+			streamed = streamed[1:]
+		}
+		assert.Equal(t, tok.Decode(ids, false), streamed, model)
+		assert.Equal(t, heavy, streamed, model)
 		assert.Positive(t, held, "%s: some token ended inside a character (the text is multi-byte heavy)", model)
 	}
 }

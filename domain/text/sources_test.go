@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,7 +79,7 @@ func TestRegistryLoadsLocalSourcesInOrderOnce(t *testing.T) {
 
 func TestRegistryFallsBackToGetTokenizer(t *testing.T) {
 	t.Parallel()
-	f := &fakeFetcher{bundles: map[string][]byte{"grpc://127.0.0.1:50052": realBundle(t)}}
+	f := &fakeFetcher{bundles: map[string][]byte{"grpc://127.0.0.1:50052": tinyBundle(t)}}
 	reg := text.NewRegistry(text.OSFiles{}, f, text.LoadOptions{})
 	m, err := reg.Get(context.Background(), "qwen3", []text.Source{{Origin: "--model-path", Path: t.TempDir()}},
 		[]string{"grpc://127.0.0.1:50051", "grpc://127.0.0.1:50052"})
@@ -139,4 +141,53 @@ func TestLoadModelPicksTheChatTemplate(t *testing.T) {
 		require.NoError(t, err, c.name)
 		assert.Contains(t, got, c.want, c.name)
 	}
+}
+
+// blockingFetcher holds GetTokenizer until release is closed.
+type blockingFetcher struct {
+	release chan struct{}
+	bundle  []byte
+	calls   atomic.Int32
+}
+
+func (f *blockingFetcher) FetchTokenizerBundle(ctx context.Context, _ string) (text.BundleStream, error) {
+	f.calls.Add(1)
+	select {
+	case <-f.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return streamOf(f.bundle, shaHex(f.bundle)), nil
+}
+
+func TestRegistryLoadOutlivesACancelledCaller(t *testing.T) {
+	t.Parallel()
+	f := &blockingFetcher{release: make(chan struct{}), bundle: tinyBundle(t)}
+	reg := text.NewRegistry(text.OSFiles{}, f, text.LoadOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := reg.Get(ctx, "qwen3", nil, []string{"grpc://127.0.0.1:50051"})
+		done <- err
+	}()
+	for f.calls.Load() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled, "the cancelled caller stops waiting")
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled caller still waiting")
+	}
+	close(f.release)
+	m, err := reg.Get(context.Background(), "qwen3", nil, []string{"grpc://127.0.0.1:50051"})
+	require.NoError(t, err)
+	assert.Equal(t, "GetTokenizer grpc://127.0.0.1:50051", m.Source)
+	assert.Equal(t, int32(1), f.calls.Load(), "the second caller waited for the same load")
+}
+
+func tinyBundle(t testing.TB) []byte {
+	return makeZip(t, map[string][]byte{"tokenizer.json": tinyTokenizerJSON(t), "chat_template.jinja": []byte("{{ messages[0].content }}")},
+		"tokenizer.json", "chat_template.jinja")
 }

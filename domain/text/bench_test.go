@@ -42,3 +42,14 @@ func BenchmarkDecodePerToken(b *testing.B) {
 		d.Step(ids[i%len(ids)])
 	}
 }
+
+// BenchmarkParseQwen3 is the one-off cost of loading Qwen3's 11 MB tokenizer.json.
+func BenchmarkParseQwen3(b *testing.B) {
+	data := mustRead(b, texttest.Dir(b, texttest.Qwen3)+"/tokenizer.json")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := text.Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

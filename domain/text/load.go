@@ -21,7 +21,7 @@ type tokenizerJSON struct {
 	Model         struct {
 		Type         string            `json:"type"`
 		Vocab        json.RawMessage   `json:"vocab"`
-		Merges       []json.RawMessage `json:"merges"`
+		Merges       json.RawMessage   `json:"merges"`
 		IgnoreMerges bool              `json:"ignore_merges"`
 		ByteFallback bool              `json:"byte_fallback"`
 	} `json:"model"`
@@ -76,7 +76,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("text: tokenizer.json: %w", err)
 	}
 	m := &tj.Model
-	if m.Type == "" && m.Merges != nil {
+	if m.Type == "" && len(m.Merges) > 0 {
 		m.Type = "BPE"
 	}
 	if m.Type != "BPE" {
@@ -153,22 +153,28 @@ func (t *Tokenizer) resolvePostNames() error {
 	return nil
 }
 
-func (t *Tokenizer) setMerges(raw []json.RawMessage, vocab map[string]uint32) error {
-	t.merges = make(map[uint64]merge, len(raw))
-	for rank, r := range raw {
+// setMerges reads model.merges, either ["a b", ...] or [["a", "b"], ...] (newer files), into
+// rank-ordered merge rules keyed by the pair's ids.
+func (t *Tokenizer) setMerges(raw json.RawMessage, vocab map[string]uint32) error {
+	var pairs [][2]string
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err != nil {
+		strs = nil
+		if err2 := json.Unmarshal(raw, &pairs); err2 != nil {
+			return fmt.Errorf("text: model.merges is neither [\"a b\"] nor [[\"a\",\"b\"]]: %w", err)
+		}
+	}
+	n := len(strs) + len(pairs)
+	t.merges = make(map[uint64]merge, n)
+	for rank := 0; rank < n; rank++ {
 		var a, b string
-		var pair []string
-		if err := json.Unmarshal(r, &pair); err == nil && len(pair) == 2 {
-			a, b = pair[0], pair[1]
-		} else {
-			var s string
-			if err := json.Unmarshal(r, &s); err != nil {
-				return fmt.Errorf("text: merge %d: %w", rank, err)
-			}
+		if strs != nil {
 			var ok bool
-			if a, b, ok = strings.Cut(s, " "); !ok {
-				return fmt.Errorf("text: merge %d %q is not a pair", rank, s)
+			if a, b, ok = strings.Cut(strs[rank], " "); !ok {
+				return fmt.Errorf("text: merge %d %q is not a pair", rank, strs[rank])
 			}
+		} else {
+			a, b = pairs[rank][0], pairs[rank][1]
 		}
 		ia, oka := vocab[a]
 		ib, okb := vocab[b]

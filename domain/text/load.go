@@ -19,11 +19,11 @@ type tokenizerJSON struct {
 	PostProcessor json.RawMessage  `json:"post_processor"`
 	Decoder       json.RawMessage  `json:"decoder"`
 	Model         struct {
-		Type         string            `json:"type"`
-		Vocab        json.RawMessage   `json:"vocab"`
-		Merges       json.RawMessage   `json:"merges"`
-		IgnoreMerges bool              `json:"ignore_merges"`
-		ByteFallback bool              `json:"byte_fallback"`
+		Type         string          `json:"type"`
+		Vocab        json.RawMessage `json:"vocab"`
+		Merges       json.RawMessage `json:"merges"`
+		IgnoreMerges bool            `json:"ignore_merges"`
+		ByteFallback bool            `json:"byte_fallback"`
 	} `json:"model"`
 }
 

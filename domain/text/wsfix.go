@@ -81,10 +81,14 @@ func lstripBlock(s string, atStart bool) string {
 }
 
 // writeProtectedText writes text with its leading newlines and trailing whitespace as string
-// expressions, so that the engine's trim rules find nothing to strip.
+// expressions, so that the engine's trim rules find nothing to strip. A trailing "{" goes into
+// the expression too: written before the next tag it would open "{{" or "{%".
 func writeProtectedText(b *strings.Builder, s string) {
 	lead := len(s) - len(strings.TrimLeft(s, "\n"))
 	trail := len(s) - len(strings.TrimRight(s, " \t\n"))
+	if trail < len(s) && s[len(s)-trail-1] == '{' {
+		trail++
+	}
 	if lead+trail >= len(s) {
 		writeStringExpr(b, s)
 		return

@@ -81,3 +81,20 @@ func TestAnthropicSystemThinkingAndStrings(t *testing.T) {
 	_, err = text.FromResponses([]byte(`{"input":5}`))
 	assert.Error(t, err)
 }
+
+func TestChatPromptCountsTheRenderedPrompt(t *testing.T) {
+	t.Parallel()
+	dir := texttest.Dir(t, texttest.Llama3_1)
+	m, err := text.LoadModel(text.OSFiles{}, dir, text.LoadOptions{})
+	require.NoError(t, err)
+	in, err := text.FromAnthropic([]byte(`{"messages":[{"role":"user","content":"Hello, world!"}]}`))
+	require.NoError(t, err)
+	prompt, ids, err := m.ChatPrompt(in)
+	require.NoError(t, err)
+	assert.Equal(t, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello, world!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", prompt)
+	assert.Equal(t, []uint32{128000, 128006, 882, 128007, 271, 9906, 11, 1917, 0, 128009, 128006, 78191, 128007, 271}, ids)
+
+	m.ChatTemplate = nil
+	_, _, err = m.ChatPrompt(in)
+	assert.ErrorIs(t, err, text.ErrNoChatTemplate)
+}

@@ -156,3 +156,21 @@ func findChatTemplate(files Files, dir string, cfg *TokenizerConfig, explicit st
 	}
 	return cfg.ChatTemplate, nil
 }
+
+// ErrNoChatTemplate is returned for a chat request to a model without a chat template (no
+// --chat-template, no template beside its tokenizer).
+var ErrNoChatTemplate = errors.New("the model has no chat template (set --chat-template)")
+
+// ChatPrompt renders a chat request and encodes it without special tokens, as SMG does for
+// chat completions (grpc.md §1.14): the prompt text and its token ids. len(ids) is what
+// count_tokens answers and what the context-length check compares.
+func (m *Model) ChatPrompt(in ChatInput) (prompt string, ids []uint32, err error) {
+	if m.ChatTemplate == nil {
+		return "", nil, ErrNoChatTemplate
+	}
+	prompt, err = m.ChatTemplate.Render(in)
+	if err != nil {
+		return "", nil, err
+	}
+	return prompt, m.Tokenizer.Encode(prompt, false), nil
+}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 	"github.com/stretchr/testify/require"
@@ -50,4 +52,29 @@ func TestHandWrittenSplitMatchesRegex(t *testing.T) {
 			require.Equal(t, pieces(viaRegex, s), pieces(hand, s), "pattern digits=%d input %q", pat.digits, s)
 		}
 	}
+}
+
+// FuzzSplitMatchesRegex: `go test -fuzz FuzzSplitMatchesRegex ./domain/text` searches for a
+// string the hand-written scanners cut differently from regexp2; plain `go test` runs the seeds.
+func FuzzSplitMatchesRegex(f *testing.F) {
+	for _, s := range []string{"Hello, world!", "I'm 'LL  x\r\n\n  y", "你好 123456 ٣٤", " \t!!\n(a) 'sé\u0301", "a\u00a0 b\u3000c"} {
+		f.Add(s)
+	}
+	reQwen := regexp2.MustCompile(PatternQwen2, regexp2.None)
+	reLlama := regexp2.MustCompile(PatternLlama3, regexp2.None)
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			t.Skip()
+		}
+		for _, c := range []struct {
+			re     *regexp2.Regexp
+			digits int
+		}{{reQwen, 1}, {reLlama, 3}} {
+			want := pieces(func(s string, emit func(int, int)) { splitRegexp(c.re, s, emit) }, s)
+			got := pieces(func(s string, emit func(int, int)) { splitPattern(s, c.digits, emit) }, s)
+			if !slices.Equal(want, got) {
+				t.Fatalf("digits=%d %q: regex %q, scanner %q", c.digits, s, want, got)
+			}
+		}
+	})
 }

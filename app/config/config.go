@@ -27,6 +27,9 @@ type Config struct {
 	DPAware          bool          // --dp-aware
 	ModelPath        string        // --model-path (gRPC tokenizer)
 	TokenizerPath    string        // --tokenizer-path
+	ChatTemplate     string        // --chat-template: template file overriding the model's (gRPC)
+	ToolCallParser   string        // --tool-call-parser, "" = by model family (gRPC)
+	ReasoningParser  string        // --reasoning-parser, "" = by model family (gRPC)
 
 	// Policies
 	Policy        string // --policy, default "cache_aware"

@@ -53,6 +53,7 @@ func (c Config) Validate() error {
 		c.validateServer, c.validateWorkers, c.validatePolicies, c.validatePolicyTuning,
 		c.validateResilience, c.validateHealth, c.validateTimeouts, c.validateObservability,
 		c.validateEdge,
+		c.validateText,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -77,6 +77,12 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("model-path")
 	fs.StringVar(&cfg.TokenizerPath, "tokenizer-path", cfg.TokenizerPath, "gRPC: tokenizer `path` (overrides --model-path for the tokenizer)")
 	add("tokenizer-path")
+	fs.StringVar(&cfg.ChatTemplate, "chat-template", cfg.ChatTemplate, "gRPC: chat template `file` (Jinja2) used instead of the model's")
+	add("chat-template")
+	fs.StringVar(&cfg.ToolCallParser, "tool-call-parser", cfg.ToolCallParser, "gRPC: tool-call `parser` for model output: qwen or llama (default: by model family)")
+	add("tool-call-parser")
+	fs.StringVar(&cfg.ReasoningParser, "reasoning-parser", cfg.ReasoningParser, "gRPC: reasoning `parser` for model output: qwen3, qwen3-thinking or deepseek-r1 (default: by model family)")
+	add("reasoning-parser")
 
 	// Registration limits.
 	fs.StringArrayVar(&cfg.WorkerAllowedHosts, "worker-allowed-hosts", cfg.WorkerAllowedHosts, "worker `host` name, IP or CIDR registrations may use (empty: any host but link-local and cloud metadata addresses, which must be listed here); repeat for more")

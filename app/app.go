@@ -71,6 +71,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		fx.Invoke(func(c *health.Checker, r *registry.Service) { c.HoldPending(r.Activating) }),
 		api.Module(),
 		store.Module(),
+		fx.Provide(func(c config.Config) store.SharedOptions {
+			return store.SharedOptions{RedisURL: c.RedisURL, KeyPrefix: c.RedisKeyPrefix}
+		}),
 		fx.Provide(func(reg *prometheus.Registry) (dispatch.RetryRecorder, error) {
 			return metrics.NewRetryMetrics(reg)
 		}),

@@ -57,6 +57,9 @@ type open struct {
 	forceJSON bool
 	// keep reads the prefill body for its logprobs before the decode output is relayed.
 	keep bool
+	// usage is the prompt usage the prefill computed (set by awaitPrefill, or at once on the
+	// sequential path); nil when the prefill reported none.
+	usage *handoff.PromptUsage
 }
 
 // prefillResult is how a parallel prefill leg ended: fault when it failed (it also
@@ -64,6 +67,7 @@ type open struct {
 type prefillResult struct {
 	fault    *legFault
 	logprobs []byte
+	usage    *handoff.PromptUsage
 }
 
 // awaitPrefill waits for the parallel prefill leg to end (at once on the sequential path)
@@ -77,6 +81,7 @@ func (o *open) awaitPrefill() *legFault {
 		r := <-o.pdone
 		o.pResult = &r
 		o.prefillLogprobs = r.logprobs
+		o.usage = r.usage
 	}
 	return o.pResult.fault
 }
@@ -241,7 +246,7 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 		fail(&legFault{w: p, status: resp.Status, e: prefillError(resp.Status, body)})
 		return
 	}
-	kept, err := d.readPrefillBody(resp, o.route, o.keep)
+	kept, usage, err := d.readPrefillBody(resp, o.route, o.keep)
 	if err != nil {
 		if errors.Is(err, errMalformed) {
 			fail(&legFault{w: p, cause: errMalformed, e: prefillInvalid(p, err)})
@@ -251,6 +256,7 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 		return
 	}
 	o.prefillDone.Store(true)
+	res.usage = usage
 	d.record(p, resp.Status, nil)
 	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
 	if kept != nil {
@@ -275,13 +281,23 @@ const prefillCheckLimit = 4 << 20
 
 // readPrefillBody reads a 2xx prefill body to its end and checks it: an SSE body's data
 // lines must be JSON or [DONE], and a stream of a route that ends with [DONE] must reach
-// it; a JSON body must parse. It returns the whole body when keep (logprobs), else nil, and
-// errMalformed (wrapped) or the read error.
-func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Route, keep bool) ([]byte, error) {
+// it; a JSON body must parse. It returns the whole body when keep (logprobs), else nil, the
+// prompt usage the prefill reported (nil: none), and errMalformed (wrapped) or the read
+// error.
+func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Route, keep bool) ([]byte, *handoff.PromptUsage, error) {
 	if isEventStream(resp.Header) {
 		var g handoff.LineGuard
 		var scan handoff.DoneScanner
 		var kept []byte
+		var usage *handoff.PromptUsage
+		lines := func(span []byte) error {
+			handoff.EachDataLine(span, func(p []byte) {
+				if u, ok := handoff.PrefillUsage(route, p); ok {
+					usage = &u
+				}
+			})
+			return nil
+		}
 		buf := getRelayBuf()
 		defer putRelayBuf(buf)
 		done := false
@@ -292,8 +308,8 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 				if keep && len(kept) < int(d.cfg.MaxPayloadSize) {
 					kept = append(kept, chunk...)
 				}
-				if ferr := g.Feed(chunk, func([]byte) error { return nil }); ferr != nil {
-					return nil, fmt.Errorf("%w: %v", errMalformed, ferr)
+				if ferr := g.Feed(chunk, lines); ferr != nil {
+					return nil, nil, fmt.Errorf("%w: %v", errMalformed, ferr)
 				}
 				if _, ok := scan.Feed(chunk); ok {
 					done = true
@@ -301,12 +317,12 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 			}
 			if errors.Is(err, io.EOF) {
 				if !done && streamEndsWithDone(route) {
-					return nil, io.ErrUnexpectedEOF
+					return nil, nil, io.ErrUnexpectedEOF
 				}
-				return kept, nil
+				return kept, usage, nil
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -317,19 +333,23 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 	buf, err := readPooled(io.LimitReader(resp.Body, limit), limit, contentLength(resp.Header))
 	defer putBody(buf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(buf.Len()) >= limit {
 		_, err := io.Copy(io.Discard, resp.Body) // too large to check: drain it
-		return nil, err
+		return nil, nil, err
 	}
 	if e := checkJSONBody(resp.Header, buf.Bytes()); e != nil {
-		return nil, fmt.Errorf("%w: %d bytes", errMalformed, buf.Len())
+		return nil, nil, fmt.Errorf("%w: %d bytes", errMalformed, buf.Len())
+	}
+	var usage *handoff.PromptUsage
+	if u, ok := handoff.PrefillUsage(route, buf.Bytes()); ok {
+		usage = &u
 	}
 	if keep {
-		return append([]byte(nil), buf.Bytes()...), nil
+		return append([]byte(nil), buf.Bytes()...), usage, nil
 	}
-	return nil, nil
+	return nil, usage, nil
 }
 
 // readLimited reads up to errBodyLimit bytes of an error body and closes it.

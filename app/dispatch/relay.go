@@ -80,6 +80,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 		split = &handoff.EventSplitter{}
 	}
 	emit := func(b []byte) error {
+		b = d.prefillUsageInto(o, b)
 		end, done := scan.Feed(b)
 		var werr error
 		if split != nil {
@@ -240,10 +241,13 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 		d.log.Warn("decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
 		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, cause: errMalformed, e: e} })
 	}
-	if o.keep {
+	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {
 		if f := o.awaitPrefill(); f != nil {
 			return false, d.attemptError(o.reqCtx, o, func() *legFault { return f })
 		}
+	}
+	if o.usage != nil {
+		body, _ = handoff.RewriteUsage(o.route, body, *o.usage)
 	}
 	d.record(o.decode, o.decodeResp.Status, nil)
 	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
@@ -261,4 +265,21 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 	w.WriteHeader(o.decodeResp.Status)
 	_, _ = w.Write(body)
 	return true, nil
+}
+
+// prefillUsageInto rewrites the usage of the decode stream's events in span (complete
+// lines) with the prefill's view of the prompt: the decode engine counts the whole prompt as
+// cached, because its KV came through the handoff. The first event that carries a cached
+// count waits for the prefill's numbers (it ended already in practice: the decode's output
+// needed its KV); a prefill that reported none leaves the events as they are.
+func (d *Dispatcher) prefillUsageInto(o *open, span []byte) []byte {
+	return handoff.RewriteDataLines(span, func(p []byte) ([]byte, bool) {
+		if !handoff.NeedsPrefillUsage(o.route, p) {
+			return nil, false
+		}
+		if o.awaitPrefill() != nil || o.usage == nil {
+			return nil, false
+		}
+		return handoff.RewriteUsage(o.route, p, *o.usage)
+	})
 }

@@ -138,5 +138,8 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest) (*bytes.Bu
 	}
 	d.record(p, resp.Status, nil)
 	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
+	if u, ok := handoff.PrefillUsage(o.route, buf.Bytes()); ok {
+		o.usage = &u
+	}
 	return buf, nil
 }

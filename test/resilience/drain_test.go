@@ -15,7 +15,9 @@ import (
 // A response ends when the decode ends: with the prefill's body held back 2 s after its
 // head (the KV was already handed off), the client's stream or body — [DONE] and the end
 // of the response — arrives long before the prefill body, which is drained in the
-// background and its outcome recorded when it ends.
+// background and its outcome recorded when it ends. (A non-streaming answer whose usage
+// carries a cached count waits for the prefill's numbers instead, to report them: the body
+// case uses /v1/messages, whose usage has none.)
 func TestResponseEndsWithTheDecodeNotThePrefillDrain(t *testing.T) {
 	t.Parallel()
 	const held = 2 * time.Second
@@ -37,7 +39,8 @@ func TestResponseEndsWithTheDecodeNotThePrefillDrain(t *testing.T) {
 				assert.Equal(t, chatText("slow prefill body", 4), chatStreamText(t, s.Events))
 				elapsed = s.Elapsed
 			} else {
-				r := f.Gateway.Post(t, "/v1/chat/completions", body, nil)
+				body["max_tokens"] = 4
+				r := f.Gateway.Post(t, "/v1/messages", body, nil)
 				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 				assert.Contains(t, string(r.Body), chatText("slow prefill body", 4))
 				elapsed = r.Elapsed

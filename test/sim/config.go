@@ -70,6 +70,10 @@ type Config struct {
 	Faults []string
 	// HangMax bounds the "hang" fault; default 60s.
 	HangMax time.Duration
+	// PrefixCache makes a prefill remember the prompts it computed: a prompt it has seen
+	// before reports all but its last token as cached (usage cached_tokens), like an
+	// engine's radix cache on an exact repeat. Off by default.
+	PrefixCache bool
 }
 
 // DefaultConfig returns a SGLang decode on 127.0.0.1 with a free port and the defaults listed

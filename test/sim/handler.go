@@ -192,6 +192,7 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 	for i := range j.items {
 		j.items[i].seed = localSeed(j.items[i].digest)
 	}
+	s.prefixCache(j)
 	var (
 		tagged     bool
 		transferID string
@@ -265,4 +266,18 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		res.nixlID = p.RemoteRequestID
 	}
 	return s.release, nil
+}
+
+// prefixCache marks, on a prefill with Config.PrefixCache, an exact repeat of a prompt it
+// computed before as cached but for its last token (engines always recompute that one).
+func (s *Server) prefixCache(j *job) {
+	if !s.cfg.PrefixCache || s.cfg.Role != RolePrefill {
+		return
+	}
+	for i := range j.items {
+		it := &j.items[i]
+		if _, hit := s.seen.LoadOrStore(it.digest, true); hit && len(it.ids) > 1 {
+			it.cached = len(it.ids) - 1
+		}
+	}
 }

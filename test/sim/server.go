@@ -38,6 +38,8 @@ type Server struct {
 	seq       atomic.Uint64
 	closeOnce sync.Once
 	closeErr  error
+	// seen holds the digests of prompts computed (Config.PrefixCache).
+	seen sync.Map
 }
 
 func randomID() string { return uuid.NewString() }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
 )
 
@@ -43,7 +44,7 @@ func TestUnmatchedAnswersInTheErrorShape(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
 			assert.Equal(t, c.code, body.Error.Code)
-			assert.Equal(t, http.StatusText(c.status), body.Error.Type)
+			assert.Equal(t, errs.Type(c.status), body.Error.Type)
 			assert.Contains(t, body.Error.Message, c.path)
 		})
 	}

@@ -22,9 +22,9 @@ type errorInfo struct {
 }
 
 // MarshalError renders e in the seed's body shape:
-// {"error":{"type":"<reason phrase>","code":"<code>","message":"<text>","param":null}}.
+// {"error":{"type":"<errs.Type>","code":"<code>","message":"<text>","param":null}}.
 func MarshalError(e *errs.Error) []byte {
-	b, _ := json.Marshal(errorBody{Error: errorInfo{Type: errs.ReasonPhrase(e.Status), Code: e.Code, Message: e.Message}})
+	b, _ := json.Marshal(errorBody{Error: errorInfo{Type: errs.Type(e.Status), Code: e.Code, Message: e.Message}})
 	return b
 }
 

@@ -92,7 +92,7 @@ const (
 )
 
 // Gateway error codes (seed "Error Codes"; smg-spec.md §6.4). The body shape is
-// {"error":{"type":<reason phrase>,"code":<code>,"message":<text>,"param":null}}.
+// {"error":{"type":<errs.Type: invalid_request_error, server_error, …>,"code":<code>,"message":<text>,"param":null}}.
 const (
 	CodeNoAvailableWorkers     = "no_available_workers"
 	CodeNoCompatiblePDPair     = "no_compatible_pd_pair"

@@ -27,7 +27,7 @@ func TestVLLMPrefill400PassesThroughWithoutRetry(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
 		assert.Equal(t, wire.CodePrefillUpstreamError, r.Header.Get(wire.HeaderErrorCode))
 		assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
-		assert.JSONEq(t, `{"error":{"type":"Bad Request","code":"prefill_upstream_error",
+		assert.JSONEq(t, `{"error":{"type":"invalid_request_error","code":"prefill_upstream_error",
 			"message":"sim fault: injected status 400","param":null}}`, string(r.Body))
 		assert.Equal(t, int64(i+1), f.Prefills[0].Stats().Requests, "no retry")
 		assert.Equal(t, int64(i+1), f.Prefills[0].Stats().Errors)

@@ -100,7 +100,7 @@ func TestHungWorkerLeavesRotation(t *testing.T) {
 					hits++
 					assert.Less(t, r.Elapsed, c.hitLimit, "request %d hit the hung worker: bounded by its deadline", i)
 				} else {
-					assert.Less(t, r.Elapsed, 500*time.Millisecond, "request %d avoided the hung worker: as fast as a healthy fleet", i)
+					assert.Less(t, r.Elapsed, deadline, "request %d avoided the hung worker: no deadline waited out", i)
 				}
 			}
 			assert.LessOrEqual(t, hung.Stats().Requests, int64(3), "at most 3 attempts reached the hung worker")
@@ -162,7 +162,7 @@ func TestMalformedLegFailsFast(t *testing.T) {
 				s := f.Gateway.Stream(t, "/v1/chat/completions", body)
 				elapsed = s.Elapsed
 				require.Equal(t, http.StatusOK, s.Status)
-				streamError(t, s.Events, "Bad Gateway", c.code)
+				streamError(t, s.Events, "server_error", c.code)
 				assert.NotContains(t, string(s.Body), "sim-malformed", "the garbled event is not relayed")
 			} else {
 				r := f.Gateway.Post(t, "/v1/chat/completions", body, nil)

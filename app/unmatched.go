@@ -1,7 +1,9 @@
 package app
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/domain/errs"
@@ -21,6 +23,11 @@ func unmatched(mux *http.ServeMux) http.Handler {
 		}
 		probe := &statusProbe{header: http.Header{}}
 		h.ServeHTTP(probe, r) // the mux's NotFound or 405 handler: writes a status and a line
+		admin := r.URL.Path == "/workers" || strings.HasPrefix(r.URL.Path, "/workers/")
+		if admin && (probe.status == http.StatusNotFound || probe.status == http.StatusMethodNotAllowed) {
+			workerAPIError(w, r, probe)
+			return
+		}
 		switch probe.status {
 		case http.StatusMethodNotAllowed:
 			if allow := probe.header.Get("Allow"); allow != "" {
@@ -34,6 +41,22 @@ func unmatched(mux *http.ServeMux) http.Handler {
 			mux.ServeHTTP(w, r)
 		}
 	})
+}
+
+// workerAPIError answers an unmatched /workers request in the worker-management API's own
+// shape {"error":"<text>","code":"<CODE>"} (smg-spec.md §3.2), like its other errors.
+func workerAPIError(w http.ResponseWriter, r *http.Request, probe *statusProbe) {
+	status, code := http.StatusNotFound, wire.CodeWorkerRouteNotFound
+	msg := "no route for " + r.Method + " " + r.URL.Path
+	if probe.status == http.StatusMethodNotAllowed {
+		status, code = http.StatusMethodNotAllowed, wire.CodeWorkerMethodNotAllowed
+		msg = "method " + r.Method + " is not allowed on " + r.URL.Path + " (allowed: " + probe.header.Get("Allow") + ")"
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+	}
+	b, _ := json.Marshal(map[string]string{"error": msg, "code": code})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // statusProbe records what the mux's fallback handler would answer, writing nothing.

@@ -48,6 +48,14 @@ func TestUnmatchedAnswersInTheErrorShape(t *testing.T) {
 			assert.Contains(t, body.Error.Message, c.path)
 		})
 	}
+	t.Run("the worker API answers in its own shape", func(t *testing.T) {
+		t.Parallel()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPut, "/workers/x", nil))
+		require.Equal(t, http.StatusMethodNotAllowed, w.Code)
+		assert.Equal(t, "GET, HEAD", w.Header().Get("Allow"))
+		assert.JSONEq(t, `{"error":"method PUT is not allowed on /workers/x (allowed: GET, HEAD)","code":"METHOD_NOT_ALLOWED"}`, w.Body.String())
+	})
 	t.Run("matched routes and redirects are the mux's", func(t *testing.T) {
 		t.Parallel()
 		w := httptest.NewRecorder()

@@ -152,6 +152,10 @@ const (
 	CodeWorkerNotFound      = "WORKER_NOT_FOUND"
 	CodeWorkerAlreadyExists = "WORKER_ALREADY_EXISTS"
 	CodeWorkerInternalError = "INTERNAL_SERVER_ERROR"
+	// CodeWorkerMethodNotAllowed and CodeWorkerRouteNotFound answer a /workers request no
+	// route matches, in the worker-API shape.
+	CodeWorkerMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeWorkerRouteNotFound    = "NOT_FOUND"
 )
 
 // Prefill/decode pairing names (seed "Prefill/Decode Pairing": "What Is Compared",

@@ -32,7 +32,9 @@ func usageOf(t *testing.T, u any) (prompt, cached float64) {
 // Usage in PD is the prefill's view of the prompt: the decode engine counts the whole
 // prompt as cached (its KV came through the handoff), so the gateway reports the prefill's
 // prompt and cached counts — 0 cached for a cold prompt, the prefill's own prefix-cache hit
-// for a warm one — streaming (include_usage) and not, SGLang and vLLM.
+// for a warm one — streaming (include_usage) and not, chat and completions, SGLang and vLLM,
+// and /generate's meta_info. (The simulator reports no cached count on /v1/messages and
+// /v1/responses; the rewrite of their shapes is unit-tested in domain/handoff.)
 func TestUsageIsThePrefillsViewOfThePrompt(t *testing.T) {
 	t.Parallel()
 	for _, engine := range []string{sim.EngineSGLang, sim.EngineVLLM} {
@@ -40,15 +42,19 @@ func TestUsageIsThePrefillsViewOfThePrompt(t *testing.T) {
 			t.Parallel()
 			f := fleet.Start(t, fleet.Spec{Engine: engine, Prefills: 1, Decodes: 1,
 				Sim: func(role string, _ int, c *sim.Config) { c.PrefixCache = role == sim.RolePrefill }})
-			for _, stream := range []bool{false, true} {
-				prompt := fmt.Sprintf("usage from the prefill, stream %v", stream)
-				n := float64(sim.PromptTokens(userPrompt(prompt)))
+			for _, c := range []struct {
+				a      api
+				stream bool
+			}{{apiChat, false}, {apiChat, true}, {apiCompletions, false}, {apiCompletions, true}} {
+				a, stream := c.a, c.stream
+				prompt := fmt.Sprintf("usage from the prefill, %s stream %v", a.name, stream)
+				n := float64(sim.PromptTokens(a.simPrompt(prompt)))
 				for _, warm := range []bool{false, true} {
-					body := apiChat.body(prompt, 3, stream)
+					body := a.body(prompt, 3, stream)
 					var u any
 					if stream {
 						body["stream_options"] = map[string]any{"include_usage": true}
-						s := f.Gateway.Stream(t, apiChat.path, body)
+						s := f.Gateway.Stream(t, a.path, body)
 						require.Equal(t, http.StatusOK, s.Status, "%s", s.Body)
 						for _, ev := range s.Data(t) {
 							if ev["usage"] != nil {
@@ -56,17 +62,17 @@ func TestUsageIsThePrefillsViewOfThePrompt(t *testing.T) {
 							}
 						}
 					} else {
-						r := f.Gateway.Post(t, apiChat.path, body, nil)
+						r := f.Gateway.Post(t, a.path, body, nil)
 						require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 						u = r.Object(t)["usage"]
 					}
 					prompt, cached := usageOf(t, u)
-					assert.Equal(t, n, prompt, "warm %v stream %v", warm, stream)
+					assert.Equal(t, n, prompt, "%s warm %v stream %v", a.name, warm, stream)
 					want := 0.0
 					if warm {
 						want = n - 1
 					}
-					assert.Equal(t, want, cached, "warm %v stream %v: the prefill's cached count, not the decode's %v", warm, stream, n)
+					assert.Equal(t, want, cached, "%s warm %v stream %v: the prefill's cached count, not the decode's %v", a.name, warm, stream, n)
 				}
 			}
 			waitIdle(t, f.Sims()...)

@@ -45,6 +45,7 @@ func TestResponseEndsWithTheDecodeNotThePrefillDrain(t *testing.T) {
 				assert.Contains(t, string(r.Body), chatText("slow prefill body", 4))
 				elapsed = r.Elapsed
 			}
+			t.Logf("%s: complete after %v (prefill body held %v)", name, elapsed.Round(time.Millisecond), held)
 			assert.Less(t, elapsed, held/2, "the response did not wait for the prefill drain")
 
 			_, ok, fail := cb(t, f.Gateway, f.Prefills[0].URL())

@@ -270,13 +270,21 @@ func TestMoRIIOHandoffValidation(t *testing.T) {
 		"remote_dp_size_local a float": func(id string) string { return swap(validHandoff(id), "remote_dp_size_local", `"1.0"`) },
 	}
 	accept := map[string]func(id string) string{
-		"as the engine returns":         validHandoff,
-		"flat block ids":                func(id string) string { return swap(validHandoff(id), "remote_block_ids", `[4,5,6]`) },
-		"a hostname":                    func(id string) string { return swap(validHandoff(id), "remote_host", `"prefill-0.rdma"`) },
-		"ports as strings":              func(id string) string { return swap(swap(validHandoff(id), "remote_handshake_port", `"6301"`), "remote_notify_port", `"61005"`) },
-		"counts as decimal strings":     func(id string) string { return swap(swap(validHandoff(id), "remote_dp_size", `"1"`), "remote_tp_size", `"8"`) },
-		"counts null":                   func(id string) string { return swap(swap(validHandoff(id), "tp_size", `null`), "remote_dp_rank", `null`) },
-		"dp rank 0 and a local DP size": func(id string) string { return swap(swap(validHandoff(id), "remote_dp_rank", `0`), "remote_dp_size_local", `1`) },
+		"as the engine returns": validHandoff,
+		"flat block ids":        func(id string) string { return swap(validHandoff(id), "remote_block_ids", `[4,5,6]`) },
+		"a hostname":            func(id string) string { return swap(validHandoff(id), "remote_host", `"prefill-0.rdma"`) },
+		"ports as strings": func(id string) string {
+			return swap(swap(validHandoff(id), "remote_handshake_port", `"6301"`), "remote_notify_port", `"61005"`)
+		},
+		"counts as decimal strings": func(id string) string {
+			return swap(swap(validHandoff(id), "remote_dp_size", `"1"`), "remote_tp_size", `"8"`)
+		},
+		"counts null": func(id string) string {
+			return swap(swap(validHandoff(id), "tp_size", `null`), "remote_dp_rank", `null`)
+		},
+		"dp rank 0 and a local DP size": func(id string) string {
+			return swap(swap(validHandoff(id), "remote_dp_rank", `0`), "remote_dp_size_local", `1`)
+		},
 	}
 	cases := map[string]func(string) string{}
 	for k, v := range reject {

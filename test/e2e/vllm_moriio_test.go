@@ -179,3 +179,29 @@ func TestMoRIIOOverGRPCRefusedWith501(t *testing.T) {
 
 // hangGuard bounds a MoRI-IO failure test's request.
 const moriHangGuard = 10 * time.Second
+
+// Seed "MoRI-IO (HTTP)": under sequential dispatch (READ and WRITE) a prefill handoff that
+// fails its check answers 502 moriio_handoff_invalid and no decode leg is sent; each
+// failure is counted in smg_pd_kv_transfer_failures_total.
+func TestMoRIIOSequentialInvalidHandoffSendsNoDecode(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{sim.MoRIIOModeRead, sim.MoRIIOModeWrite} {
+		for _, fault := range []string{sim.FaultHandoffMissingField, sim.FaultHandoffWrongTransferID} {
+			t.Run(mode+"/"+fault, func(t *testing.T) {
+				t.Parallel()
+				f := startMoRI(t, mode, false, func(c *config.Config) { c.DisableRetries = true }, shortHandoff)
+				for _, stream := range []bool{false, true} {
+					body := apiChat.body("an unusable handoff", 4, stream)
+					body["sim_fault"] = "prefill:" + fault
+					r := f.g.Post(t, apiChat.path, body, nil)
+					assertRefused(t, r, http.StatusBadGateway, "moriio_handoff_invalid")
+				}
+				assert.Equal(t, int64(2), f.p.Stats().Requests)
+				assert.Zero(t, f.d.Stats().Requests, "no decode leg")
+				m := f.g.Metrics(t)
+				assert.Equal(t, 2.0, m.Sum("smg_pd_kv_transfer_failures_total"))
+				assert.Equal(t, 2.0, m.Sum("smg_pd_kv_connector_mode_total", "mode", "moriio"))
+			})
+		}
+	}
+}

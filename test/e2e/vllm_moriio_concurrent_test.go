@@ -154,7 +154,8 @@ func TestMoRIIOConcurrentDecodeFailuresDoNotWaitForThePrefill(t *testing.T) {
 			t.Parallel()
 			f := concurrentWrite(t, func(c *config.Config) { c.DisableRetries = true })
 			body := apiChat.body("the decode fails", 4, false)
-			body["sim_fault"] = []string{"prefill:slow-first-byte:5000", tc.fault}
+			// The decode fails 200 ms in, so the prefill leg has surely reached its engine.
+			body["sim_fault"] = []string{"prefill:slow-first-byte:5000", "decode:slow-first-byte:200", tc.fault}
 			r := f.g.Post(t, apiChat.path, body, nil)
 			assert.Less(t, r.Elapsed, 3*time.Second, "answered before the prefill's 5 s")
 			assertRefused(t, r, tc.status, tc.code)

@@ -124,6 +124,7 @@ func (s *Server) moriioPrefill(j *job, raw *rawReq, tag moriioTag, fs *faultSet)
 	} else {
 		out.RemoteBlockIDs = [][]int64{allocBlocks(len(it.ids))}
 		s.wg.Add(1)
+		s.pushes.Add(1)
 		go s.moriioPushTo(tag, id, p)
 	}
 	if fs.missingField {
@@ -150,6 +151,7 @@ func allocBlocks(tokens int) []int64 {
 // success, unmatched_rooms otherwise.
 func (s *Server) moriioPushTo(tag moriioTag, id string, p kvPayload) {
 	defer s.wg.Done()
+	defer s.pushes.Add(-1) // after the counters: PendingHandoffs 0 means they are final
 	if tag.host == "" || tag.notify == 0 {
 		s.c.unmatched.Add(1)
 		return

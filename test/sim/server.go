@@ -40,6 +40,7 @@ type Server struct {
 	transport *http.Transport
 	client    *http.Client
 	seq       atomic.Uint64
+	pushes    atomic.Int64 // MoRI-IO WRITE pushes in flight
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -160,9 +161,11 @@ func (s *Server) Stats() Stats { return s.c.snapshot() }
 // MaxRunningSeen restarts from the current Running.
 func (s *Server) Reset() { s.c.reset() }
 
-// PendingHandoffs is the number of rooms, transfers and NIXL block sets currently held
-// (0 once every handoff has completed or expired).
-func (s *Server) PendingHandoffs() int { return s.rv.size() + s.nixl.size() + s.mori.size() }
+// PendingHandoffs is the number of rooms, transfers, NIXL and MoRI-IO block sets currently
+// held and MoRI-IO WRITE pushes in flight (0 once every handoff has completed or expired).
+func (s *Server) PendingHandoffs() int {
+	return s.rv.size() + s.nixl.size() + s.mori.size() + int(s.pushes.Load())
+}
 
 // Close stops the listeners, cancels in-flight requests and handoff waits, and returns once
 // every goroutine the server started has exited. It is idempotent.

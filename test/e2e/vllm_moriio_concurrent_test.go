@@ -10,17 +10,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
 )
 
 // threeAttempts retries a request at most twice, quickly.
 func threeAttempts(c *config.Config) {
 	c.RetryMaxRetries, c.RetryInitialBackoffMS, c.RetryMaxBackoffMS = 3, 10, 20
-	c.DisableCircuitBreaker = true // one pair: the same prefill serves every attempt
+	c.CBFailureThreshold = 100 // one pair: the same prefill serves every attempt
 }
 
 // shortHandoff keeps the sims' waits for a peer short, so a push for nobody gives up soon.
 func shortHandoff(c *sim.Config) { c.HandoffTimeout = time.Second }
+
+// cbFailures is smg_worker_cb_outcomes_total{outcome="failure"} of worker s.
+func cbFailures(m fleet.Metrics, s *sim.Server) float64 {
+	return m.Sum("smg_worker_cb_outcomes_total", "worker", s.URL(), "outcome", "failure")
+}
 
 // concurrentWrite is a MoRI-IO WRITE pair with moriio_write_dispatch: concurrent.
 func concurrentWrite(t *testing.T, gw func(*config.Config)) *moriFleet {
@@ -78,7 +84,10 @@ func TestMoRIIOConcurrentPrefillFailureDropsTheDecode(t *testing.T) {
 			assert.Equal(t, int64(3), d.Aborted, "the decode dropped once per attempt")
 			assert.Equal(t, int64(3), d.LeakedBlocks, "each dropped decode keeps its block")
 			assert.Zero(t, d.HandoffsReceived)
-			assert.Zero(t, f.g.Metrics(t).Sum("smg_pd_kv_transfer_failures_total"), "a prefill error is not a handoff failure")
+			m := f.g.Metrics(t)
+			assert.Zero(t, m.Sum("smg_pd_kv_transfer_failures_total"), "a prefill error is not a handoff failure")
+			assert.Equal(t, 3.0, cbFailures(m, f.p), "the prefill's breaker took each failure")
+			assert.Zero(t, cbFailures(m, f.d), "the dropped decode records nothing")
 		})
 	}
 }
@@ -103,7 +112,10 @@ func TestMoRIIOConcurrentInvalidHandoffDropsTheDecode(t *testing.T) {
 			assert.Equal(t, int64(3), d.Aborted, "the decode dropped once per attempt")
 			assert.Equal(t, int64(3), d.LeakedBlocks)
 			assert.Zero(t, d.HandoffsReceived)
-			assert.Equal(t, 3.0, f.g.Metrics(t).Sum("smg_pd_kv_transfer_failures_total"), "each invalid handoff counted")
+			m := f.g.Metrics(t)
+			assert.Equal(t, 3.0, m.Sum("smg_pd_kv_transfer_failures_total"), "each invalid handoff counted")
+			assert.Equal(t, 3.0, cbFailures(m, f.p), "blamed on the prefill that returned it")
+			assert.Zero(t, cbFailures(m, f.d), "the dropped decode records nothing")
 		})
 	}
 }
@@ -146,9 +158,10 @@ func TestMoRIIOConcurrentDecodeFailuresDoNotWaitForThePrefill(t *testing.T) {
 		name, fault string
 		status      int
 		code        string
+		dFailures   float64
 	}{
-		{"refusal", "decode:status:400", http.StatusBadRequest, "decode_bad_request"},
-		{"transport error", "decode:reset", http.StatusBadGateway, "decode_request_failed"},
+		{"refusal", "decode:status:400", http.StatusBadRequest, "decode_bad_request", 0}, // a 4xx never moves a breaker
+		{"transport error", "decode:reset", http.StatusBadGateway, "decode_request_failed", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -163,6 +176,9 @@ func TestMoRIIOConcurrentDecodeFailuresDoNotWaitForThePrefill(t *testing.T) {
 			assert.Equal(t, int64(1), f.p.Stats().Requests)
 			assert.Zero(t, f.p.Stats().HandoffsSent, "the dropped prefill pushed nothing")
 			assert.Zero(t, f.d.Stats().LeakedBlocks, "the refusing decode allocated nothing")
+			m := f.g.Metrics(t)
+			assert.Equal(t, tc.dFailures, cbFailures(m, f.d))
+			assert.Zero(t, cbFailures(m, f.p), "the dropped prefill records nothing")
 		})
 	}
 }

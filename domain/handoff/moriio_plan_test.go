@@ -1,6 +1,7 @@
 package handoff_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -176,4 +177,24 @@ func TestMoRIIOPlanCheckHandoff(t *testing.T) {
 	assertHandoffInvalid(t, err)
 	_, err = c.CheckHandoff([]byte(`{"kv_transfer_params":` + replaceField("remote_handshake_port", "7000") + `}`))
 	assert.NoError(t, err)
+}
+
+// ValidateMoRIIOHandoff never panics, and what it accepts carries the minted transfer id
+// and the ports it was asked to match.
+func FuzzValidateMoRIIOHandoff(f *testing.F) {
+	f.Add([]byte(goodHandoff))
+	f.Add([]byte(replaceField("remote_block_ids", `[[1],[2,3]]`)))
+	f.Add([]byte(replaceField("remote_handshake_port", `"6301"`)))
+	f.Add([]byte(`{"transfer_id":"` + xfer + `"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, params []byte) {
+		err := handoff.ValidateMoRIIOHandoff(params, xfer, &[2]int{6301, 61005})
+		if err != nil {
+			assertHandoffInvalid(t, err)
+			return
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(params, &m))
+		assert.Equal(t, xfer, m["transfer_id"])
+	})
 }

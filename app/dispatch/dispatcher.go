@@ -295,6 +295,9 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, errOnlyUnresponsive
 	}
 	defer func() { avoidFailed(preq, err, p, dc) }()
+	if handoff.IsMoRIIO(p.Worker) || handoff.IsMoRIIO(dc.Worker) {
+		return d.moriio(ctx, w, rq, p, dc, hdr) // before the runtime: a MoRI-IO leg never recomputes
+	}
 	if p.Runtime == worker.RuntimeVLLM {
 		return d.sequential(ctx, w, rq, p, dc, hdr)
 	}

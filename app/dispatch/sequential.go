@@ -51,7 +51,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	var prefillBody []byte
 	var prefillBuf *bytes.Buffer // pooled; released once the decode body is built
 	if !plan.SkipPrefill {
-		b, err := d.sequentialPrefill(o, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
+		b, err := d.sequentialPrefill(o, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr}, nil)
 		if err != nil {
 			return false, err
 		}
@@ -74,8 +74,16 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		"transfer_id", plan.TransferID, "outcome", outcome.String(),
 		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
 
+	return d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
+}
+
+// sequentialDecode sends the decode leg of a sequential dispatch, once the prefill answered
+// (o.prefillDone), and relays its answer. A decode failure before anything reached the
+// client is the attempt's *legFault blamed on the decode.
+func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.LegRequest) (committed bool, err error) {
+	ctx, dc := o.reqCtx, o.decode
 	o.dtimer = d.decodeTimer(o)
-	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
+	resp, err := d.engine.Send(o.ctx, req)
 	if err != nil {
 		o.dtimer.stop()
 		return false, d.attemptError(ctx, o, func() *legFault {
@@ -91,7 +99,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	}
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
 	o.decodeResp = resp
-	if !rq.Stream {
+	if !o.stream {
 		o.dtimer.stop()
 		o.decodeOut.Store(true)
 	}
@@ -102,8 +110,10 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 // sequentialPrefill runs the vLLM prefill leg to its end within --prefill-timeout-secs and
 // returns its checked JSON body (pooled: the caller releases it with putBody), or the
 // attempt's error (a *legFault unless the client or the request timeout ended it). A
-// prefill failure never reaches the decode worker.
-func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest) (*bytes.Buffer, error) {
+// prefill failure never reaches the decode worker. check, when not nil, vets the body
+// before the prefill's success is recorded: its fault (a handoff no decode can use) fails
+// the attempt instead.
+func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func([]byte) *legFault) (*bytes.Buffer, error) {
 	p := o.prefill
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, o.cancel, func() *legFault { return d.prefillTimeoutFault(p, "did not answer") })
 	defer ptimer.stop()
@@ -135,6 +145,12 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest) (*bytes.Bu
 		return nil, fault(func() *legFault {
 			return &legFault{w: p, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", n))}
 		})
+	}
+	if check != nil {
+		if f := check(buf.Bytes()); f != nil {
+			putBody(buf)
+			return nil, fault(func() *legFault { return f })
+		}
 	}
 	d.record(p, resp.Status, nil)
 	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))

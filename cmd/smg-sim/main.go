@@ -56,15 +56,20 @@ func newCommand() *cobra.Command {
 SGLang bootstrap rooms (a prefill runs a bootstrap server; a decode claims its room at
 bootstrap_host:bootstrap_port), vLLM NIXL kv_transfer_params (a decode pulls the blocks
 from remote_host:remote_port) and vLLM Mooncake transfers (a decode fetches transfer_id from
-remote_bootstrap_addr). Counters: GET /sim/stats, POST /sim/reset.
+remote_bootstrap_addr) and vLLM MoRI-IO (--kv-connector moriio --moriio-mode read|write:
+a READ decode pulls from the prefill's handshake port, a WRITE prefill pushes to the
+decode's notify port; a WRITE decode aborted before write_done keeps its blocks, counted in
+leaked_blocks). Counters: GET /sim/stats, POST /sim/reset.
 
 Per-request faults: body field sim_fault, "<prefill|decode|any>:<kind>[:<arg>]" or a list.
 Fault kinds: status:<code>, reset, hang, die-after:<tokens>, malformed,
-slow-first-byte:<ms>, delay-body:<ms>, no-kv-params.
+slow-first-byte:<ms>, delay-body:<ms>, no-kv-params, and for a MoRI-IO prefill
+handoff-missing-field, handoff-wrong-transfer-id, handoff-wrong-ports.
 
 When ready it prints one line:
   smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID
-(bootstrap=0 when the role has no bootstrap server). SIGINT/SIGTERM stop it cleanly.`,
+(bootstrap=0 when the role has no bootstrap server), followed by
+" moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO. SIGINT/SIGTERM stop it cleanly.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -97,7 +102,10 @@ When ready it prints one line:
 	f.StringVar(&cfg.EngineID, "engine-id", "", "KV engine id, vLLM remote_engine_id (default: random UUID)")
 	f.IntVar(&cfg.BootstrapPort, "bootstrap-port", 0,
 		"bootstrap server port of a SGLang prefill or vLLM Mooncake prefill (0 = pick a free port; ignored by other roles)")
-	f.StringVar(&cfg.KVConnector, "kv-connector", cfg.KVConnector, `vLLM KV connector: "nixl" or "mooncake" (ignored for sglang)`)
+	f.StringVar(&cfg.KVConnector, "kv-connector", cfg.KVConnector, `vLLM KV connector: "nixl", "mooncake" or "moriio" (ignored for sglang)`)
+	f.StringVar(&cfg.MoRIIOMode, "moriio-mode", sim.MoRIIOModeWrite, `MoRI-IO mode: "read" or "write" (with --kv-connector moriio)`)
+	f.IntVar(&cfg.MoRIIOHandshakePort, "moriio-handshake-port", 6301, "MoRI-IO handshake_port listener (0 = pick a free port)")
+	f.IntVar(&cfg.MoRIIONotifyPort, "moriio-notify-port", 61005, "MoRI-IO notify_port listener (0 = pick a free port)")
 	f.Float64Var(&cfg.PrefillTokensPerS, "prefill-tokens-per-s", 0,
 		"prefill speed in uncached prompt tokens per second (0 = instant)")
 	f.Float64Var(&itlMS, "itl-ms", 0, "inter-token latency per output token, in milliseconds")
@@ -130,7 +138,11 @@ func run(parent context.Context, cfg sim.Config, w io.Writer) error {
 		return err
 	}
 	c := srv.Config()
-	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d engine_id=%s\n", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+	line := fmt.Sprintf("smg-sim %s %s listening on %s bootstrap=%d engine_id=%s", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+	if hs, nt := srv.MoRIIOPorts(); hs != 0 {
+		line += fmt.Sprintf(" moriio_handshake=%d moriio_notify=%d", hs, nt)
+	}
+	fmt.Fprintln(w, line)
 	<-ctx.Done()
 	return srv.Close()
 }

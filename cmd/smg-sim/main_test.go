@@ -77,6 +77,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "lmcache"}, `sim: kv connector "lmcache"`},
 		{[]string{"--engine", "vllm", "--role", "decode", "--fault", "status"}, `needs an argument`},
 		{[]string{"--engine", "vllm", "--role", "decode", "--handoff-timeout", "soon"}, "want a duration"},
+		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "moriio", "--moriio-mode", "push"}, `sim: moriio mode "push"`},
+		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "moriio", "--moriio-notify-port", "70000"}, "out of range"},
 	}
 	for _, tc := range cases {
 		cmd := newCommand()
@@ -98,7 +100,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	require.NoError(t, cmd.Execute())
 	for _, f := range []string{"--engine", "--role", "--host", "--port", "--model", "--engine-id", "--bootstrap-port",
 		"--kv-connector", "--prefill-tokens-per-s", "--itl-ms", "--itl-per-running-ms", "--max-running",
-		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max"} {
+		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max",
+		"--moriio-mode", "--moriio-handshake-port", "--moriio-notify-port", "handoff-wrong-transfer-id", "leaked_blocks"} {
 		assert.Contains(t, out.String(), f)
 	}
 }
@@ -147,4 +150,32 @@ func TestTokenSpeedNeedsGRPC(t *testing.T) {
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"--engine", "tokenspeed", "--role", "decode"})
 	assert.ErrorContains(t, cmd.Execute(), "gRPC-only")
+}
+
+var moriioReadyLine = regexp.MustCompile(`^smg-sim vllm decode listening on http://127\.0\.0\.1:\d+ bootstrap=0 engine_id=e-2 moriio_handshake=([1-9]\d*) moriio_notify=([1-9]\d*)\n$`)
+
+// The MoRI-IO flags: --kv-connector moriio with a mode and its two side-channel ports.
+func TestRunMoRIIOPrintsItsSideChannel(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--engine", "vllm", "--role", "decode", "--engine-id", "e-2", "--kv-connector", "moriio",
+		"--moriio-mode", "read", "--moriio-handshake-port", "0", "--moriio-notify-port", "0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := moriioReadyLine.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "ready line: %q", out.String())
+	assert.NotEqual(t, m[1], m[2])
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
+	}
 }

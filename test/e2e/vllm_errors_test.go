@@ -214,22 +214,6 @@ func TestVLLMFallbacksAndRefusals(t *testing.T) {
 		assert.Equal(t, "prefill_request_failed", decodeError(t, r).Error.Code)
 		assert.Zero(t, f.Decodes[0].Stats().Requests, "decode never contacted")
 	})
-	t.Run("MoRI-IO pair is refused with 501", func(t *testing.T) {
-		t.Parallel()
-		pre := fleet.NewRecorder(t, "vllm", model, nil)
-		dec := fleet.NewRecorder(t, "vllm", model, nil)
-		g := fleet.StartGateway(t, fleet.DefaultConfig())
-		for _, w := range []struct{ url, role string }{{pre.URL, "prefill"}, {dec.URL, "decode"}} {
-			g.Register(t, map[string]any{"url": w.url, "worker_type": w.role, "runtime_type": "vllm",
-				"kv_connector": "MoRIIOConnector", "labels": map[string]string{"moriio_mode": "write"}})
-		}
-		g.WaitWorkers(t, 2)
-		r := g.Post(t, apiChat.path, apiChat.body("mori", 3, false), nil)
-		require.Equal(t, http.StatusNotImplemented, r.Status, "%s", r.Body)
-		assert.Equal(t, wire.CodeMoRIIOConnectorUnsupported, r.Header.Get(wire.HeaderErrorCode))
-		assert.Empty(t, pre.Requests())
-		assert.Empty(t, dec.Requests())
-	})
 }
 
 // Issue #5 item 5: a decode that dies mid-stream after the handoff ends the relayed stream

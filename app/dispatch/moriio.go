@@ -54,8 +54,8 @@ func (d *Dispatcher) moriio(ctx context.Context, w http.ResponseWriter, rq *hand
 	defer rel()
 	d.log.Debug("MoRI-IO PD pair", "prefill", p.URL, "decode", dc.URL, "mode", pair.Prefill.Mode,
 		"concurrent", pair.Concurrent, "transfer_id", plan.TransferID)
-	legCtx, cancel := context.WithCancelCause(ctx)
-	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx,
+	legCtx, cancel, detach := legContext(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	path := rq.Route.Path()
 	if pair.Concurrent {

@@ -101,7 +101,9 @@ func (d *Dispatcher) finish(o *open, committed bool) {
 		o.cancel(nil)
 		return
 	}
-	o.detach()
+	if o.detach != nil {
+		o.detach()
+	}
 	go func() {
 		if dl, ok := o.reqCtx.Deadline(); ok { // the drain stays bounded by the request's deadline
 			t := time.AfterFunc(time.Until(dl), func() { o.cancel(context.DeadlineExceeded) })

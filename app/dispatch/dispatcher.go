@@ -202,23 +202,15 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			}
 			committed, err := d.attempt(ctx, w, rq, preq, hdr, tr)
 			if err == nil || committed {
+				d.recordFault(tr.settle(true))
 				return
 			}
 			if i > 0 && (isSelectionError(err) || errors.Is(err, errOnlyUnresponsive)) {
 				break // this request's own failures left no other worker: answer the last one
 			}
 			last = err
-			if f := faultOf(err); f != nil {
-				tr.failed(f)
-				if !tr.ledger.admit(f) {
-					// The same failure on a second worker of the leg: the request's, not the
-					// workers'. Counted on neither that worker nor another, and not retried.
-					f.recorded.Store(true)
-					d.log.Warn("PD attempt failed the same way on a second worker; not retrying", "attempt", i+1,
-						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.DisplayURL(), "worker_id", f.w.ID)
-					break
-				}
-				d.recordFault(f)
+			if f := faultOf(err); f != nil && !d.faulted(tr, f, preq, i+1) {
+				break
 			}
 			if e, ok := errs.As(err); !ok || !e.Retryable || ctx.Err() != nil {
 				break
@@ -228,6 +220,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 				d.log.Info("PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
 			}
 		}
+		d.recordFault(tr.settle(false))
 		if exhausted && d.retries != nil {
 			d.retries.Exhausted(endpoint)
 		}
@@ -236,6 +229,23 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		}
 		WriteError(w, last)
 	})
+}
+
+// faulted records what an attempt's fault charges (tries.failed; the ledger waives a repeat
+// on a second worker of the leg) and reports whether the request may be retried.
+func (d *Dispatcher) faulted(tr *tries, f *legFault, preq *policy.Request, attempt int) bool {
+	for _, c := range tr.failed(f, preq) {
+		if !tr.ledger.admit(c) {
+			// The same failure on a second worker of the leg: the request's, not the
+			// workers'. Counted on neither that worker nor another, and not retried.
+			c.recorded.Store(true)
+			d.log.Warn("PD attempt failed the same way on a second worker; not retrying", "attempt", attempt,
+				"leg", c.e.Leg, "code", c.e.Code, "worker", c.w.DisplayURL(), "worker_id", c.w.ID)
+			return false
+		}
+		d.recordFault(c)
+	}
+	return true
 }
 
 // isSelectionError reports an error of pair selection: no available worker on a leg, or no
@@ -251,6 +261,9 @@ func avoidFailed(preq *policy.Request, err error, p, dc *worker.Live) {
 	e, ok := errs.As(err)
 	if !ok || !e.Retryable {
 		return
+	}
+	if f := faultOf(err); f != nil && f.ambiguous {
+		return // tries.failed avoids the prefill and keeps the decode
 	}
 	switch e.Leg {
 	case "prefill":
@@ -291,9 +304,10 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, err
 	}
 	defer release()
-	if tr.unresponsive(p) || tr.unresponsive(dc) {
+	if tr.unresponsive(p) || tr.unresponsive(dc) || tr.samePair(p, dc) {
 		return false, errOnlyUnresponsive
 	}
+	tr.decode = dc.URL
 	defer func() { avoidFailed(preq, err, p, dc) }()
 	if handoff.IsMoRIIO(p.Worker) || handoff.IsMoRIIO(dc.Worker) {
 		return d.moriio(ctx, w, rq, p, dc, hdr) // before the runtime: a MoRI-IO leg never recomputes

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -29,6 +30,23 @@ type legFault struct {
 	// recorded is set once the fault reached the OutcomeRecorder (or was waived): the relay
 	// and finish can both meet a prefill fault that came after the commit.
 	recorded atomic.Bool
+	// ambiguous marks a deadline that passed while neither leg had answered; peer is the
+	// other leg's worker. Either may be the silent one: the retry loop settles which.
+	ambiguous bool
+	peer      *worker.Live
+}
+
+// pairOf returns an ambiguous fault's prefill and decode workers.
+func (f *legFault) pairOf() (p, dc *worker.Live) {
+	if f.e.Leg == "prefill" {
+		return f.w, f.peer
+	}
+	return f.peer, f.w
+}
+
+// blaming is f charged to w (one of its pair): unresponsive, the same client error.
+func (f *legFault) blaming(w *worker.Live) *legFault {
+	return &legFault{e: f.e, w: w, cause: f.cause}
 }
 
 func (f *legFault) Error() string { return f.e.Error() }
@@ -162,13 +180,69 @@ type tries struct {
 	// hung are the ids of workers that were unresponsive for this request: a retry never
 	// goes back to one (it would cost another whole deadline).
 	hung []string
+	// pending is an ambiguous timeout not yet charged: the retry keeps its decode and
+	// changes its prefill. If that pair answers, the prefill was the silent one; if the
+	// kept decode is silent again, it was. An unsettled one is charged to the leg whose
+	// deadline passed.
+	pending *legFault
+	// decode is the URL of the decode the latest attempt used.
+	decode string
 }
 
-// failed notes an attempt's fault.
-func (t *tries) failed(f *legFault) {
+// failed notes an attempt's fault and returns the faults to record now (none while an
+// ambiguous one waits to be settled). It updates preq for the retry: an ambiguous fault
+// pins its decode and avoids its prefill.
+func (t *tries) failed(f *legFault, preq *policy.Request) []*legFault {
+	if f.ambiguous {
+		p, dc := f.pairOf()
+		if t.pending != nil {
+			prev := t.pending
+			_, pdc := prev.pairOf()
+			t.pending, preq.PinDecode = nil, ""
+			if pdc.ID == dc.ID { // the kept decode was silent again: both silences were its own
+				t.hung = append(t.hung, dc.ID)
+				preq.Avoid = append(preq.Avoid, dc.URL)
+				return []*legFault{prev.blaming(dc), f.blaming(dc)}
+			}
+			out := []*legFault{prev.blaming(prev.w)}
+			t.pending, preq.PinDecode = f, dc.URL
+			preq.Avoid = append(preq.Avoid, p.URL)
+			return out
+		}
+		t.pending, preq.PinDecode = f, dc.URL
+		preq.Avoid = append(preq.Avoid, p.URL)
+		return nil
+	}
 	if errors.Is(f.cause, errs.ErrUnresponsive) {
 		t.hung = append(t.hung, f.w.ID)
 	}
+	return []*legFault{f}
+}
+
+// settle charges an ambiguous timeout left pending when the request ends: to its prefill
+// when the request then succeeded on the same decode (that decode answered), else to the
+// leg whose deadline passed.
+func (t *tries) settle(succeeded bool) *legFault {
+	f := t.pending
+	if f == nil {
+		return nil
+	}
+	t.pending = nil
+	p, dc := f.pairOf()
+	if succeeded && t.decode == dc.URL {
+		return f.blaming(p)
+	}
+	return f.blaming(f.w)
+}
+
+// samePair reports whether p and dc are the pair of the pending ambiguous timeout: the
+// retry could not change the prefill, so it would only wait out the same silence again.
+func (t *tries) samePair(p, dc *worker.Live) bool {
+	if t == nil || t.pending == nil {
+		return false
+	}
+	pp, pd := t.pending.pairOf()
+	return pp.ID == p.ID && pd.ID == dc.ID
 }
 
 // unresponsive reports whether w was unresponsive earlier in this request.

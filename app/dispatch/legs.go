@@ -46,6 +46,9 @@ type open struct {
 	// head otherwise). Each leg reads the other's to decide whom a KV failure blames.
 	prefillDone atomic.Bool
 	decodeOut   atomic.Bool
+	// decodeHead is set once the decode's 2xx head arrived: a streaming decode engine sends
+	// it at once, so it is alive and waiting for the KV.
+	decodeHead atomic.Bool
 	// dtimer is the decode's first-output deadline, stopped at its first output.
 	dtimer         legTimer
 	stream         bool
@@ -147,7 +150,13 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx, pdone: make(chan prefillResult, 1),
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
-	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault { return d.prefillTimeoutFault(p, "sent no response head") })
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault {
+		f := d.prefillTimeoutFault(p, "sent no response head")
+		if !o.decodeHead.Load() && !o.decodeOut.Load() {
+			f.ambiguous, f.peer = true, dc // the decode was silent too
+		}
+		return f
+	})
 	o.dtimer = d.decodeTimer(o)
 	go d.runPrefill(o, ptimer, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
 
@@ -169,6 +178,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		})
 	}
 	o.decodeResp = resp
+	o.decodeHead.Store(true)
 	if !rq.Stream {
 		o.dtimer.stop() // a non-streaming head comes with the answer
 		o.decodeOut.Store(true)
@@ -177,18 +187,26 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 }
 
 // decodeTimer arms the decode leg's first-output deadline (--first-byte-timeout-secs for a
-// stream, --decode-timeout-secs otherwise). When it passes while the prefill has not
-// answered, the decode was waiting for the KV: the prefill is blamed.
+// stream, --decode-timeout-secs otherwise). When it passes, the culprit is the decode once
+// the prefill answered; the prefill while the decode, its head sent, was alive and waiting
+// for the KV; and either while both were silent (an SGLang prefill waits for its decode to
+// claim the room, so a silent decode and a silent prefill look alike): that fault is marked
+// ambiguous, and the retry loop finds out which (tries.settle).
 func (d *Dispatcher) decodeTimer(o *open) legTimer {
 	lim := d.cfg.DecodeTimeout
 	if o.stream {
 		lim = d.cfg.FirstByteTimeout
 	}
 	return startLegTimer(lim, o.cancel, func() *legFault {
-		if !o.prefillDone.Load() {
+		switch {
+		case o.prefillDone.Load():
+			return d.decodeTimeoutFault(o.decode, o.stream)
+		case o.decodeHead.Load():
 			return d.prefillTimeoutFault(o.prefill, "had not answered while the decode waited "+secsText(lim)+" for its output")
 		}
-		return d.decodeTimeoutFault(o.decode, o.stream)
+		f := d.decodeTimeoutFault(o.decode, o.stream)
+		f.ambiguous, f.peer = true, o.prefill
+		return f
 	})
 }
 

@@ -45,9 +45,10 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	}
 	cands := make([]*worker.Live, 0, n)
 	candGroup := make([]int, 0, n)
+	pinned := s.pinned(groups, req)
 	for gi := range groups {
 		g := &groups[gi]
-		if !anyUsable(g.Decodes, req.Model) {
+		if !anyUsable(g.Decodes, req.Model) || (pinned != nil && !slices.Contains(g.Decodes, pinned)) {
 			continue
 		}
 		for _, p := range g.Prefills {
@@ -74,6 +75,9 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
 	decodes, _ = preferOthers(decodes, nil, req.Avoid)
+	if pinned != nil && slices.Contains(decodes, pinned) {
+		decodes = []*worker.Live{pinned}
+	}
 	j, relD := s.pick(&s.decodeMu, s.decodePolicy, decodes, req)
 	if relD == nil {
 		relP()
@@ -84,6 +88,22 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
 	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
 	return prefill, decode, func() { relP(); relD() }, nil
+}
+
+// pinned returns the available decode named by req.PinDecode (serving req.Model and
+// compatible with an available prefill), or nil: a pin that cannot be kept is ignored.
+func (s *Selector) pinned(groups []pairing.Group, req *policy.Request) *worker.Live {
+	if req.PinDecode == "" {
+		return nil
+	}
+	for gi := range groups {
+		for _, d := range groups[gi].Decodes {
+			if d.URL == req.PinDecode && usable(d, req.Model) && anyUsable(groups[gi].Prefills, req.Model) {
+				return d
+			}
+		}
+	}
+	return nil
 }
 
 // SelectPrefillOnly picks one prefill worker for a request that needs no decode leg

@@ -339,3 +339,31 @@ func TestSelectAvoidsWorkersThatFailedThisRequest(t *testing.T) {
 	assert.Contains(t, []string{"http://d1:8000", "http://d2:8000"}, d.URL)
 	release()
 }
+
+// A retry after a timeout where neither leg answered keeps the decode and changes the
+// prefill; a pin on a decode that cannot serve (or pairs with no available prefill) is
+// ignored.
+func TestSelectKeepsAPinnedDecode(t *testing.T) {
+	t.Parallel()
+	_, sel, _ := newSel(t, pairing.ModeLenient,
+		vw("http://p1:8000", worker.RolePrefill, nixl, nil),
+		vw("http://p2:8000", worker.RolePrefill, nixl, nil),
+		vw("http://d1:8000", worker.RoleDecode, nixl, nil),
+		vw("http://d2:8000", worker.RoleDecode, nixl, nil),
+	)
+	for range 8 {
+		p, d, release, err := sel.Select(&policy.Request{Model: "m", PinDecode: "http://d2:8000", Avoid: []string{"http://p2:8000"}})
+		require.NoError(t, err)
+		assert.Equal(t, "http://p1:8000", p.URL)
+		assert.Equal(t, "http://d2:8000", d.URL, "the pinned decode, whatever the policy's turn")
+		release()
+	}
+	seen := map[string]bool{}
+	for range 4 {
+		_, d, release, err := sel.Select(&policy.Request{Model: "m", PinDecode: "http://gone:8000"})
+		require.NoError(t, err)
+		seen[d.URL] = true
+		release()
+	}
+	assert.Len(t, seen, 2, "an unknown pin is ignored: the policy picks")
+}

@@ -45,6 +45,10 @@ type Request struct {
 	// both legs). The pair selector leaves them out of the candidates as long as another
 	// worker of the same leg can serve; policies themselves need not look at it.
 	Avoid []string
+	// PinDecode, when set, is the URL of the decode worker a retry must keep while it
+	// changes the prefill (the pair selector ignores it when that decode cannot serve): after
+	// a timeout where neither leg answered, the retry tells which of the two was silent.
+	PinDecode string
 	// Tokens is the prompt length in tokens when the gateway knows it (token ids in the
 	// request), else 0. least_load credits it to the winner; bucket sizes the request by it.
 	Tokens int

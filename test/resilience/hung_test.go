@@ -69,7 +69,9 @@ func TestHungWorkerLeavesRotation(t *testing.T) {
 			gw: func(c *config.Config) { c.DecodeTimeout, c.FirstByteTimeout = deadline, deadline }},
 		hungCase{name: "sglang decode, all deadlines equal", engine: sim.EngineSGLang, role: sim.RoleDecode,
 			policy: "round_robin", hitLimit: 2*deadline + time.Second, maxHits: 4,
-			gw: func(c *config.Config) { c.PrefillTimeout, c.DecodeTimeout, c.FirstByteTimeout = deadline, deadline, deadline }},
+			gw: func(c *config.Config) {
+				c.PrefillTimeout, c.DecodeTimeout, c.FirstByteTimeout = deadline, deadline, deadline
+			}},
 		hungCase{name: "vllm decode, decode deadline", engine: sim.EngineVLLM, role: sim.RoleDecode,
 			policy: "round_robin", hitLimit: deadline + time.Second,
 			gw: func(c *config.Config) { c.DecodeTimeout = deadline }},

@@ -7,6 +7,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/smg-go/smg/adapters/httpauth"
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/wire"
 )
 
 // Security scheme names of the OpenAPI document (components.securitySchemes).
@@ -56,6 +58,25 @@ func requireKey(h huma.API, key httpauth.Key, what string) func(huma.Context, fu
 		ctx.SetHeader("WWW-Authenticate", httpauth.Challenge)
 		msg := "Missing or invalid " + what + ": send it as 'Authorization: Bearer <key>'"
 		_ = huma.WriteErr(h, ctx, http.StatusUnauthorized, msg)
+	}
+}
+
+// requireDataKey is requireKey for a data-plane route (/v1/models): without the --api-key
+// Bearer token the answer is the data plane's own 401 (errs.Body, code invalid_api_key,
+// X-SMG-Error-Code), as on the inference routes.
+func requireDataKey(key httpauth.Key) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		if key.Allows(ctx.Header("Authorization")) {
+			next(ctx)
+			return
+		}
+		e := &errs.Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidAPIKey,
+			Message: "Missing or invalid API key (--api-key): send it as 'Authorization: Bearer <key>'"}
+		ctx.SetHeader("WWW-Authenticate", httpauth.Challenge)
+		ctx.SetHeader("Content-Type", "application/json")
+		ctx.SetHeader(wire.HeaderErrorCode, e.Code)
+		ctx.SetStatus(e.Status)
+		_, _ = ctx.BodyWriter().Write(errs.Body(e))
 	}
 }
 

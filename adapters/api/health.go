@@ -23,6 +23,17 @@ type Readiness struct {
 	Reason         string `json:"reason,omitempty" enum:"insufficient healthy workers,draining" doc:"Why the gateway is not ready (only when not ready); draining: it is shutting down."`
 }
 
+// DataError is the data plane's error body (errs.Body):
+// {"error":{"type","code","message","param":null}}.
+type DataError struct {
+	Error struct {
+		Type    string  `json:"type" doc:"OpenAI-style error type." example:"authentication_error"`
+		Code    string  `json:"code" doc:"Stable machine-readable code, also in X-SMG-Error-Code." example:"invalid_api_key"`
+		Message string  `json:"message" doc:"Human-readable explanation."`
+		Param   *string `json:"param" doc:"Always null."`
+	} `json:"error"`
+}
+
 // Model is one /v1/models entry.
 type Model struct {
 	ID      string `json:"id"`
@@ -102,17 +113,18 @@ func registerHealth(h huma.API, d Deps) {
 	})
 
 	listSchema := schemas.Schema(reflect.TypeFor[ModelList](), true, "ModelList")
+	dataErr := schemas.Schema(reflect.TypeFor[DataError](), true, "DataError")
 	huma.Register(h, huma.Operation{
 		OperationID: "list-models", Method: http.MethodGet, Path: "/v1/models",
-		Middlewares: huma.Middlewares{requireKey(h, httpauth.NewKey(d.Auth.APIKey), "API key (--api-key)")},
+		Middlewares: huma.Middlewares{requireDataKey(httpauth.NewKey(d.Auth.APIKey))},
 		Security:    security(SchemeData),
 		Summary:     "List models",
 		Description: "The model ids of every registered worker (prefill and decode alike), de-duplicated, in registration order. 503 text/plain 'No models available' when no worker names a model.",
 		Tags:        []string{tagModels},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "OK", Content: map[string]*huma.MediaType{"application/json": {Schema: listSchema}}},
-			"401": {Description: "--api-key is set and the request does not carry it.", Content: map[string]*huma.MediaType{
-				"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/WorkerError"}},
+			"401": {Description: "--api-key is set and the request does not carry it (code invalid_api_key, also in X-SMG-Error-Code).", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: dataErr},
 			}},
 			"503": textResponse(NoModelsAvailable),
 		},

@@ -9,24 +9,8 @@ import (
 	"github.com/smg-go/smg/domain/wire"
 )
 
-// errorBody is the seed's error shape (smg-spec.md §6.1); key order type, code, message, param.
-type errorBody struct {
-	Error errorInfo `json:"error"`
-}
-
-type errorInfo struct {
-	Type    string  `json:"type"`
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	Param   *string `json:"param"`
-}
-
-// MarshalError renders e in the seed's body shape:
-// {"error":{"type":"<errs.Type>","code":"<code>","message":"<text>","param":null}}.
-func MarshalError(e *errs.Error) []byte {
-	b, _ := json.Marshal(errorBody{Error: errorInfo{Type: errs.Type(e.Status), Code: e.Code, Message: e.Message}})
-	return b
-}
+// MarshalError renders e in the seed's body shape (errs.Body).
+func MarshalError(e *errs.Error) []byte { return errs.Body(e) }
 
 // WriteError is the one place a data-plane error becomes an HTTP response: status, the
 // X-SMG-Error-Code header, Retry-After for sheds, and the seed's JSON body. Any error that is

@@ -238,6 +238,7 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 		})
 	}
 	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
+		e.Message = "decode worker " + o.decode.ID + " answered " + strconv.Itoa(len(body)) + " bytes that are not valid JSON"
 		d.log.Warn("decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
 		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, cause: errMalformed, e: e} })
 	}

@@ -142,7 +142,10 @@ func TestDataPlaneRequiresTheAPIKeyAndProbesStayOpen(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, r.Status, "%s: %s", name, r.Body)
 		assert.Equal(t, "invalid_api_key", r.Header.Get("X-SMG-Error-Code"), name)
 		assert.Equal(t, "invalid_api_key", errorCode(t, r.Body), name)
-		assert.Equal(t, http.StatusUnauthorized, get(t, g, "/v1/models", hdr).Status, name)
+		m := get(t, g, "/v1/models", hdr)
+		assert.Equal(t, http.StatusUnauthorized, m.Status, name)
+		assert.Equal(t, "invalid_api_key", m.Header.Get("X-SMG-Error-Code"), name)
+		assert.Equal(t, "invalid_api_key", errorCode(t, m.Body), "/v1/models answers like the inference routes: %s", name)
 	}
 	r := g.Post(t, "/v1/chat/completions", chat, bearer(dataKey))
 	assert.Equal(t, http.StatusOK, r.Status, "%s", r.Body)

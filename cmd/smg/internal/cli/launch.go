@@ -66,6 +66,13 @@ func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.C
 					cfg.LogLevel = level
 				}
 			}
+			for _, name := range []string{"admin-api-key", "api-key"} {
+				// An empty key given on purpose (often an unset variable expanded into the
+				// command line) must not leave the API open without a word.
+				if f := cmd.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+					return usagef("invalid value for --%s: the key is empty (leave the flag out for an open API)", name)
+				}
+			}
 			if err := cfg.LoadSecrets(); err != nil {
 				return err
 			}

@@ -200,6 +200,8 @@ func TestBadValuesGiveOneLineNamingTheFlag(t *testing.T) {
 		{"bad SMG_PREFILL entry", nil, map[string]string{"SMG_PD_DISAGGREGATION": "1", "SMG_PREFILL": "http://p:8000 x"},
 			`invalid value for SMG_PREFILL (--prefill): http://p:8000: "x" is not a bootstrap port (expected 1-65535 or none)`},
 		{"bad PORT", nil, map[string]string{"PORT": "eighty"}, `invalid value "eighty" for PORT (overrides --port): expected a whole number`},
+		{"empty admin key", []string{"--admin-api-key", ""}, nil, "invalid value for --admin-api-key: the key is empty (leave the flag out for an open API)"},
+		{"empty data-plane key", []string{"--api-key", " "}, nil, "invalid value for --api-key: the key is empty (leave the flag out for an open API)"},
 		{"bad RUST_LOG level", nil, map[string]string{"RUST_LOG": "smg=loud"},
 			`invalid value "smg=loud" for RUST_LOG: "loud" is not a level (error, warn, info, debug, trace, off); or set --log-level`},
 		{"invalid combination from env", nil, map[string]string{"SMG_DECODE_POLICY": "bucket", "SMG_PD_DISAGGREGATION": "true"},

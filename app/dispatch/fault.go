@@ -181,9 +181,11 @@ type tries struct {
 	// goes back to one (it would cost another whole deadline).
 	hung []string
 	// pending is an ambiguous timeout not yet charged: the retry keeps its decode and
-	// changes its prefill. If that pair answers, the prefill was the silent one; if the
-	// kept decode is silent again, it was. An unsettled one is charged to the leg whose
-	// deadline passed.
+	// changes its prefill. If that pair answers, the prefill was the silent one; if the kept
+	// decode waits out its own deadline again, it was. Anything else is charged to the leg
+	// whose deadline passed. (One silent worker per pair is assumed: with every prefill
+	// hung the prefills' deadlines pass and they are charged; when the deadlines are equal
+	// the decode's speaks for the pair.)
 	pending *legFault
 	// decode is the URL of the decode the latest attempt used.
 	decode string
@@ -199,15 +201,18 @@ func (t *tries) failed(f *legFault, preq *policy.Request) []*legFault {
 			prev := t.pending
 			_, pdc := prev.pairOf()
 			t.pending, preq.PinDecode = nil, ""
-			if pdc.ID == dc.ID { // the kept decode was silent again: both silences were its own
+			if pdc.ID == dc.ID && prev.e.Leg == "decode" && f.e.Leg == "decode" {
+				// The kept decode waited out its own deadline again with another prefill:
+				// both silences were its own.
 				t.hung = append(t.hung, dc.ID)
 				preq.Avoid = append(preq.Avoid, dc.URL)
 				return []*legFault{prev.blaming(dc), f.blaming(dc)}
 			}
-			out := []*legFault{prev.blaming(prev.w)}
-			t.pending, preq.PinDecode = f, dc.URL
-			preq.Avoid = append(preq.Avoid, p.URL)
-			return out
+			// Not settled (the prefills' deadlines passed, or the decode changed): each is
+			// charged to the leg whose deadline passed, as a timeout with an answer would be.
+			t.hung = append(t.hung, prev.w.ID, f.w.ID)
+			preq.Avoid = append(preq.Avoid, prev.w.URL, f.w.URL)
+			return []*legFault{prev.blaming(prev.w), f.blaming(f.w)}
 		}
 		t.pending, preq.PinDecode = f, dc.URL
 		preq.Avoid = append(preq.Avoid, p.URL)

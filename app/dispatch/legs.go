@@ -150,14 +150,17 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx, pdone: make(chan prefillResult, 1),
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
+	o.dtimer = d.decodeTimer(o)
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault {
 		f := d.prefillTimeoutFault(p, "sent no response head")
 		if !o.decodeHead.Load() && !o.decodeOut.Load() {
+			if lim := d.decodeLimit(o.stream); lim > 0 && lim <= d.cfg.PrefillTimeout {
+				return nil // an equal decode deadline is passing too: it speaks for the pair
+			}
 			f.ambiguous, f.peer = true, dc // the decode was silent too
 		}
 		return f
 	})
-	o.dtimer = d.decodeTimer(o)
 	go d.runPrefill(o, ptimer, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
 
 	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: legs.Decode, Header: hdr})
@@ -193,10 +196,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 // claim the room, so a silent decode and a silent prefill look alike): that fault is marked
 // ambiguous, and the retry loop finds out which (tries.settle).
 func (d *Dispatcher) decodeTimer(o *open) legTimer {
-	lim := d.cfg.DecodeTimeout
-	if o.stream {
-		lim = d.cfg.FirstByteTimeout
-	}
+	lim := d.decodeLimit(o.stream)
 	return startLegTimer(lim, o.cancel, func() *legFault {
 		switch {
 		case o.prefillDone.Load():
@@ -208,6 +208,15 @@ func (d *Dispatcher) decodeTimer(o *open) legTimer {
 		f.ambiguous, f.peer = true, o.prefill
 		return f
 	})
+}
+
+// decodeLimit is the decode leg's first-output deadline: --first-byte-timeout-secs for a
+// stream, --decode-timeout-secs otherwise (0: none).
+func (d *Dispatcher) decodeLimit(stream bool) time.Duration {
+	if stream {
+		return d.cfg.FirstByteTimeout
+	}
+	return d.cfg.DecodeTimeout
 }
 
 // attemptError is the error of an attempt that failed before anything reached the client:

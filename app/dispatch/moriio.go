@@ -127,6 +127,7 @@ func (d *Dispatcher) moriioConcurrent(w http.ResponseWriter, o *open, plan *hand
 		})
 	}
 	o.decodeResp = resp
+	o.decodeHead.Store(true)
 	if !o.stream {
 		o.dtimer.stop()
 		o.decodeOut.Store(true)

@@ -64,6 +64,7 @@ output back.
 		newLaunch(env, serve),
 		newDemo(env, stdout),
 		newOpenAPI(stdout),
+		newProbe(env, stdout),
 		newVersion(stdout),
 	)
 	return root

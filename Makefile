@@ -16,10 +16,12 @@ build:
 run: build
 	./$(BIN)/smg demo
 
-## test: go vet, then every package (unit and end-to-end) under the race detector
+## test: go vet, then every package (unit and end-to-end) under the race detector, then the
+## deploy artefact and alert-rule checks (docs/deploy.md)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+	$(MAKE) deploy-check
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
 bench:
@@ -41,3 +43,5 @@ openapi:
 
 clean:
 	rm -rf $(BIN)
+
+include deploy/deploy.mk

@@ -27,7 +27,8 @@ func ParseLevel(s string) slog.Level {
 }
 
 // NewLogger returns the gateway logger writing to w: JSON lines (text with --log-json=false)
-// at --log-level, every record tagged service=smg.
+// at --log-level, every record tagged service=smg, and records logged with a request's
+// context tagged with its request_id and trace_id (ContextHandler).
 func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: ParseLevel(cfg.LogLevel)}
 	var h slog.Handler
@@ -36,5 +37,5 @@ func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	} else {
 		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(h).With("service", "smg")
+	return slog.New(ContextHandler(h)).With("service", "smg")
 }

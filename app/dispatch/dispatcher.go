@@ -157,6 +157,13 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			preq.Text = rq.RoutingText()
 		}
 		hdr := forwardHeaders(r.Header)
+		// The access log and RED series learn the model and endpoint; both engines get the
+		// request id the gateway answers with (minted or the client's).
+		ri := ports.RequestInfoFrom(r.Context())
+		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
+		if id := ri.RequestID(); id != "" {
+			hdr.Set(wire.HeaderRequestID, id)
+		}
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -202,7 +209,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 					// The same failure on a second worker of the leg: the request's, not the
 					// workers'. Counted on neither that worker nor another, and not retried.
 					f.recorded.Store(true)
-					d.log.Warn("PD attempt failed the same way on a second worker; not retrying", "attempt", i+1,
+					d.log.WarnContext(ctx, "PD attempt failed the same way on a second worker; not retrying", "attempt", i+1,
 						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.URL, "worker_id", f.w.ID)
 					break
 				}
@@ -213,7 +220,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			}
 			exhausted = i == attempts-1
 			if !exhausted {
-				d.log.Info("PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
+				d.log.InfoContext(ctx, "PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
 			}
 		}
 		if exhausted && d.retries != nil {
@@ -274,6 +281,7 @@ func endpointLabel(r handoff.Route) string {
 // on one worker is a *legFault, recorded by the retry loop.
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
+	ports.RequestInfoFrom(ctx).AddAttempt()
 	p, dc, release, err := d.sel.Select(preq)
 	if err != nil {
 		return false, err

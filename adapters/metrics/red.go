@@ -27,6 +27,9 @@ const (
 	NameRouterRequestErrors   = "smg_router_request_errors_total"
 	NameWorkerErrors          = "smg_worker_errors_total"
 	NameWorkerPoolSize        = "smg_worker_pool_size"
+	// NameWorkersReady is smg-go's own series (SMG has none): ready workers per role, so an
+	// alert can say "no ready prefill" without per-worker joins.
+	NameWorkersReady = "smg_workers_ready"
 
 	LabelMethod     = "method"
 	LabelPath       = "path"
@@ -217,12 +220,24 @@ type poolCollector struct{ store ports.WorkerStore }
 var poolDesc = prometheus.NewDesc(NameWorkerPoolSize, "Registered workers by role, transport and model.",
 	[]string{LabelWorkerType, LabelConnectionMode, LabelModel}, nil)
 
-func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- poolDesc }
+var readyDesc = prometheus.NewDesc(NameWorkersReady, "Ready (healthy) workers by role; 0 for a role with registered workers none of which is ready.",
+	[]string{LabelWorkerType}, nil)
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- poolDesc; ch <- readyDesc }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	type key struct{ role, mode, model string }
 	counts := map[key]int{}
+	ready := map[string]int{}
+	// The gateway is a PD router: both roles are always exported, so "no ready decode" is a
+	// 0, not a missing series.
+	ready[string(worker.RolePrefill)], ready[string(worker.RoleDecode)] = 0, 0
 	for _, w := range c.store.List() {
+		if w.Healthy() {
+			ready[string(w.Role)]++
+		} else if _, ok := ready[string(w.Role)]; !ok {
+			ready[string(w.Role)] = 0
+		}
 		models := w.Models
 		if len(models) == 0 {
 			models = []string{ModelUnknown}
@@ -233,5 +248,8 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(poolDesc, prometheus.GaugeValue, float64(n), k.role, k.mode, k.model)
+	}
+	for role, n := range ready {
+		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(n), role)
 	}
 }

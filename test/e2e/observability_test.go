@@ -214,6 +214,8 @@ func TestPDRequestIsMeasuredTracedAndLogged(t *testing.T) {
 	assert.GreaterOrEqual(t, m.Sum("smg_http_connections_active"), 1.0, "the scrape's own connection is open")
 	assert.Equal(t, 1.0, m.Sum("smg_worker_pool_size", "worker_type", "prefill", "connection_mode", "http", "model", model))
 	assert.Equal(t, 1.0, m.Sum("smg_worker_pool_size", "worker_type", "decode", "connection_mode", "http", "model", model))
+	assert.Equal(t, 1.0, m.Sum("smg_workers_ready", "worker_type", "prefill"))
+	assert.Equal(t, 1.0, m.Sum("smg_workers_ready", "worker_type", "decode"))
 }
 
 // A decode that answers 500: the response series carry the status and error code, the

@@ -21,7 +21,7 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
-	$(MAKE) deploy-check
+	$(MAKE) deploy-check rules-check
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
 bench:

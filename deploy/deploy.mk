@@ -70,3 +70,11 @@ deploy-check: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done
 	    *) echo "$$out"; exit 1;; esac; \
 	else echo 'aws-cli not installed: ECS input check skipped'; fi
 	cd tools/deploycheck && nice -n 10 $(GO) test -count=1 ./...
+
+## rules-check: promtool check rules + test rules on the alert rules, and the Grafana dashboard lint
+rules-check: $(PROMTOOL)
+	$(PROMTOOL) check rules deploy/monitoring/alerts.yaml
+	$(PROMTOOL) test rules deploy/monitoring/alerts_test.yaml
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	python3 deploy/check/dashboard_rules.py deploy/monitoring/dashboard.json deploy/check/known_series.txt $$tmp/dashboard-rules.json && \
+	$(PROMTOOL) check rules $$tmp/dashboard-rules.json >/dev/null && echo 'dashboard: every panel query parses'

@@ -65,6 +65,7 @@ output back.
 		newDemo(env, stdout),
 		newOpenAPI(stdout),
 		newProbe(env, stdout),
+		newDoctor(env, stdout),
 		newVersion(stdout),
 	)
 	return root

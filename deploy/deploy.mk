@@ -49,7 +49,7 @@ deploy-render: $(HELM)
 	{ echo '# Rendered by `make deploy-render` from deploy/helm/smg (default values, namespace $(RENDER_NS)). Do not edit.'; \
 	  $(HELM_RENDER); } > $(RENDERED)
 
-## deploy-check: helm lint, rendered == committed manifests, kubeconform, Cloud Run (Knative), ECS (cfn-lint, aws-cli), Dockerfile
+## deploy-check: helm lint, rendered == committed manifests, kubeconform, Cloud Run (Knative), ECS (cfn-lint, aws-cli), Dockerfile (BuildKit lint)
 deploy-check: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done
 	$(HELM_ENV) $(HELM) lint --strict $(CHART)
 	$(HELM_ENV) $(HELM) lint --strict $(CHART) -f $(CHART)/ci/full-values.yaml
@@ -70,6 +70,7 @@ deploy-check: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done
 	    *) echo "$$out"; exit 1;; esac; \
 	else echo 'aws-cli not installed: ECS input check skipped'; fi
 	cd tools/deploycheck && nice -n 10 $(GO) test -count=1 ./...
+	cd tools/dockerfilelint && nice -n 10 $(GO) run . ../../deploy/Dockerfile
 
 ## rules-check: promtool check rules + test rules on the alert rules, and the Grafana dashboard lint
 rules-check: $(PROMTOOL)

@@ -79,3 +79,4 @@ rules-check: $(PROMTOOL)
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	python3 deploy/check/dashboard_rules.py deploy/monitoring/dashboard.json deploy/check/known_series.txt $$tmp/dashboard-rules.json && \
 	$(PROMTOOL) check rules $$tmp/dashboard-rules.json >/dev/null && echo 'dashboard: every panel query parses'
+	cd tools/dashcheck && nice -n 10 $(GO) test -count=1 ./...

@@ -16,9 +16,10 @@ build:
 run: build
 	./$(BIN)/smg demo
 
-## test: go vet, then every package (unit and end-to-end) under the race detector, then the
+## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under the race detector, then the
 ## deploy artefact and alert-rule checks (docs/deploy.md)
 test:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 	$(MAKE) deploy-check rules-check

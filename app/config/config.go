@@ -108,6 +108,7 @@ type Config struct {
 	PrometheusPort int    // --prometheus-port, 29000; 0 = serve /metrics on the main port
 	LogLevel       string // --log-level, "info"
 	LogJSON        bool   // --log-json, default true
+	LogFormat      string // --log-format: json, text or cloud; "" follows --log-json
 }
 
 // Default returns SMG's defaults.

@@ -28,6 +28,8 @@ const (
 	KindBootstrapUnreachable = "bootstrap_port_unreachable"
 	KindNotReady             = "worker_not_ready"
 	KindMissingRole          = "no_workers_of_role"
+	KindNixlNoParams         = "nixl_prefill_returns_no_kv_transfer_params"
+	KindNixlProbeFailed      = "nixl_probe_failed"
 )
 
 // Severities: an error breaks or silently degrades requests; a warning is a state that may
@@ -52,6 +54,11 @@ type Options struct {
 	Mode    pairing.Mode
 	Timeout time.Duration
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ProbeNixl, when set, sends one real prefill request tagged as the gateway tags NIXL
+	// prefills to a vLLM NixlConnector prefill, and reports whether the answer carried
+	// kv_transfer_params (err: the request itself failed). nil skips the probe (it costs a
+	// one-token prefill and holds its KV blocks until the engine's abort timeout).
+	ProbeNixl func(ctx context.Context, w worker.Worker) (hasParams bool, err error)
 }
 
 // Check inspects ws (the fleet as the gateway registered it) and returns the findings in a
@@ -195,6 +202,17 @@ func perWorker(ctx context.Context, w worker.Worker, o Options) []Finding {
 			}
 			f(KindPassthrough, SeverityError, fmt.Sprintf("vLLM %s %s runs passthrough: %s, so no KV cache is handed over and decode recomputes every prompt; register it with its kv_connector",
 				w.Role, w.ID, what))
+		}
+	}
+	if o.ProbeNixl != nil && w.Role == worker.RolePrefill && w.Runtime == worker.RuntimeVLLM && connector == wire.ConnectorNixl {
+		pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		ok, err := o.ProbeNixl(pctx, w)
+		cancel()
+		switch {
+		case err != nil:
+			f(KindNixlProbeFailed, SeverityError, fmt.Sprintf("NIXL prefill %s: the probe request failed (%v)", w.ID, oneLine(err)))
+		case !ok:
+			f(KindNixlNoParams, SeverityError, fmt.Sprintf("NIXL prefill %s answered a probe request without kv_transfer_params: decode would recompute every prompt (an outdated vLLM, or a worker started without --kv-transfer-config)", w.ID))
 		}
 	}
 	if w.Role == worker.RolePrefill && connector == wire.ConnectorMooncake && strings.TrimSpace(w.KVEngineID) == "" {

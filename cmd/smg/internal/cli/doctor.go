@@ -48,7 +48,7 @@ type doctorReport struct {
 func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	var (
 		target, mode, adminKey string
-		asJSON                 bool
+		asJSON, probe          bool
 		timeout                time.Duration
 	)
 	cmd := &cobra.Command{
@@ -85,7 +85,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return &runError{err}
 			}
-			rep := runDoctor(cmd.Context(), base, m, ws, timeout)
+			rep := runDoctor(cmd.Context(), base, m, ws, timeout, probe)
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
@@ -104,6 +104,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	f.StringVar(&mode, "pd-pairing-mode", string(pairing.ModeLenient), "the gateway's --pd-pairing-mode: off, lenient or strict")
 	f.StringVar(&adminKey, "admin-api-key", "", "admin API key sent as a Bearer token to GET /workers (env SMG_ADMIN_API_KEY)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly)")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request and each bootstrap-port dial")
 	return cmd
 }
@@ -142,7 +143,7 @@ func fetchWorkers(ctx context.Context, base, adminKey string, timeout time.Durat
 }
 
 // runDoctor converts the listing and runs the checks.
-func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, timeout time.Duration) doctorReport {
+func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, timeout time.Duration, probe bool) doctorReport {
 	ws := make([]worker.Worker, 0, len(ds))
 	var notReady []doctor.Finding
 	for _, d := range ds {
@@ -157,7 +158,11 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 			notReady = append(notReady, doctor.NotReady(w, d.Status))
 		}
 	}
-	fs := append(doctor.Check(ctx, ws, doctor.Options{Mode: m, Timeout: timeout}), notReady...)
+	o := doctor.Options{Mode: m, Timeout: timeout}
+	if probe {
+		o.ProbeNixl = probeNixl
+	}
+	fs := append(doctor.Check(ctx, ws, o), notReady...)
 	ok := true
 	for _, f := range fs {
 		if f.Severity == doctor.SeverityError {
@@ -182,4 +187,42 @@ func printDoctor(w io.Writer, r doctorReport) {
 	if r.OK {
 		fmt.Fprintln(w, "ok: no reason for bad service found")
 	}
+}
+
+// probeNixl POSTs a one-token /v1/completions to w tagged as the gateway tags NIXL prefills
+// (kv_transfer_params {"do_remote_decode":true,"do_remote_prefill":false}; seed "Connector
+// Modes") and reports whether the 200 answer carries non-null kv_transfer_params.
+func probeNixl(ctx context.Context, w worker.Worker) (bool, error) {
+	model := "default"
+	if len(w.Models) > 0 {
+		model = w.Models[0]
+	}
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "smg doctor probe", "max_tokens": 1, "stream": false,
+		"kv_transfer_params": map[string]any{"do_remote_decode": true, "do_remote_prefill": false}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.BaseURL()+"/v1/completions", strings.NewReader(string(body)))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "smg-doctor-probe")
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return false, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("status %d: %s", resp.StatusCode, oneLine(string(b[:min(len(b), 200)])))
+	}
+	var v struct {
+		KVTransferParams json.RawMessage `json:"kv_transfer_params"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return false, fmt.Errorf("answer is not JSON: %w", err)
+	}
+	return len(v.KVTransferParams) > 0 && string(v.KVTransferParams) != "null", nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
 )
 
 type doctorOut struct {
@@ -109,4 +110,37 @@ func TestDoctorFailsWhenTheGatewayCannotBeAsked(t *testing.T) {
 	assert.True(t, strings.Contains(errOut, "--url"), errOut)
 	code, _, _ = runCLI([]string{"doctor", "--url", srv.URL, "--pd-pairing-mode", "loose"}, nil)
 	assert.Equal(t, 2, code)
+}
+
+// --probe-requests sends a tagged one-token prefill to each NIXL prefill: the one that
+// answers without kv_transfer_params is named, the healthy one is not.
+func TestDoctorProbeFindsANixlPrefillWithoutParams(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 2, Decodes: 1,
+		Sim: func(role string, i int, c *sim.Config) {
+			if role == sim.RolePrefill && i == 1 {
+				c.Faults = []string{sim.FaultNoKVParams}
+			}
+		}})
+	ids := map[string]string{}
+	for _, w := range f.Gateway.Workers(t) {
+		ids[w.URL] = w.ID
+	}
+	good, bad := ids[f.Prefills[0].URL()], ids[f.Prefills[1].URL()]
+	require.NotEmpty(t, good)
+	require.NotEmpty(t, bad)
+
+	// Without the flag no request is sent and nothing is found.
+	code, out, errOut := runCLI([]string{"doctor", "--url", f.Gateway.URL, "--json"}, nil)
+	assert.Equal(t, 0, code, errOut+out)
+
+	code, out, _ = runCLI([]string{"doctor", "--url", f.Gateway.URL, "--json", "--probe-requests"}, nil)
+	assert.Equal(t, 1, code, out)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Findings, 1, out)
+	assert.Equal(t, "nixl_prefill_returns_no_kv_transfer_params", rep.Findings[0].Kind)
+	assert.Equal(t, bad, rep.Findings[0].WorkerID)
+	assert.NotEqual(t, good, rep.Findings[0].WorkerID)
+	assert.Equal(t, int64(1), f.Prefills[0].Stats().Requests, "the healthy prefill got exactly the probe")
 }

@@ -30,6 +30,8 @@ const (
 	KindMissingRole          = "no_workers_of_role"
 	KindNixlNoParams         = "nixl_prefill_returns_no_kv_transfer_params"
 	KindNixlProbeFailed      = "nixl_probe_failed"
+	KindContextMismatch      = "context_length_mismatch"
+	KindZeroWindow           = "decode_window_zero"
 )
 
 // Severities: an error breaks or silently degrades requests; a warning is a state that may
@@ -91,6 +93,7 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 			Message: "no decode worker is registered: every PD request fails with 503"})
 	}
 	out = append(out, unpairable(prefills, decodes, o.Mode)...)
+	out = append(out, contextMismatch(prefills, decodes, o.Mode)...)
 	for _, w := range ws {
 		out = append(out, perWorker(ctx, w, o)...)
 	}
@@ -215,6 +218,13 @@ func perWorker(ctx context.Context, w worker.Worker, o Options) []Finding {
 			f(KindNixlNoParams, SeverityError, fmt.Sprintf("NIXL prefill %s answered a probe request without kv_transfer_params: decode would recompute every prompt (an outdated vLLM, or a worker started without --kv-transfer-config)", w.ID))
 		}
 	}
+	if w.Role == worker.RoleDecode {
+		if v, ok := w.Labels[wire.LabelMaxRunningRequests]; ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n <= 0 {
+				f(KindZeroWindow, SeverityError, fmt.Sprintf("decode %s reports max_running_requests %d: its admission window admits nothing, so every dispatch to it would wait and shed with 503", w.ID, n))
+			}
+		}
+	}
 	if w.Role == worker.RolePrefill && connector == wire.ConnectorMooncake && strings.TrimSpace(w.KVEngineID) == "" {
 		f(KindMooncakeNoEngineID, SeverityError, fmt.Sprintf("Mooncake prefill %s has no kv_engine_id: the gateway cannot mint Mooncake handoffs over HTTP, so decode recomputes the prompt; register it with kv_engine_id", w.ID))
 	}
@@ -245,3 +255,38 @@ func NotReady(w worker.Worker, status string) Finding {
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// contextLength is the context window a worker reports (SGLang context_length, vLLM
+// max_model_len labels from detection), 0 when unknown.
+func contextLength(w worker.Worker) int64 {
+	for _, k := range []string{"context_length", "max_model_len"} {
+		if v, err := strconv.ParseInt(strings.TrimSpace(w.Labels[k]), 10, 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// contextMismatch names each compatible pair whose legs report different context windows:
+// a prompt longer than the smaller one is computed on one leg and refused by the other.
+func contextMismatch(prefills, decodes []*worker.Live, m pairing.Mode) []Finding {
+	if len(prefills) == 0 || len(decodes) == 0 {
+		return nil
+	}
+	var out []Finding
+	mx := pairing.NewMatrix(prefills, decodes, m)
+	for _, p := range prefills {
+		pc := contextLength(p.Worker)
+		if pc == 0 {
+			continue
+		}
+		for _, d := range mx.CompatibleDecodes(p) {
+			if dc := contextLength(d.Worker); dc != 0 && dc != pc {
+				out = append(out, Finding{Kind: KindContextMismatch, Severity: SeverityError, WorkerID: p.ID, URL: p.URL, Role: string(p.Role),
+					Message: fmt.Sprintf("prefill %s (context %d tokens) pairs with decode %s (context %d tokens): prompts longer than %d tokens fail on one leg after the other did the work",
+						p.ID, pc, d.ID, dc, min(pc, dc))})
+			}
+		}
+	}
+	return out
+}

@@ -89,3 +89,27 @@ func TestPairingModeDecidesUnpairable(t *testing.T) {
 		assert.Contains(t, f.Message, "kv_cache_dtype (")
 	}
 }
+
+func TestContextMismatchAndZeroWindow(t *testing.T) {
+	t.Parallel()
+	ws := []worker.Worker{
+		{ID: "p", URL: "http://127.0.0.1:1", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"max_model_len": "32768"}},
+		{ID: "d-same", URL: "http://127.0.0.1:2", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"max_model_len": "32768"}},
+		{ID: "d-short", URL: "http://127.0.0.1:3", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"max_model_len": "8192", "max_running_requests": "0"}},
+	}
+	fs := doctor.Check(context.Background(), ws, doctor.Options{})
+	var mismatch []string
+	for _, f := range fs {
+		if f.Kind == doctor.KindContextMismatch {
+			mismatch = append(mismatch, f.Message)
+		}
+	}
+	require.Len(t, mismatch, 1, "%+v", fs)
+	assert.Contains(t, mismatch[0], "d-short")
+	assert.Contains(t, mismatch[0], "longer than 8192 tokens")
+	assert.Equal(t, []string{doctor.KindZeroWindow}, kinds(fs, "d-short"))
+	assert.Empty(t, kinds(fs, "d-same"))
+}

@@ -80,3 +80,13 @@ rules-check: $(PROMTOOL)
 	python3 deploy/check/dashboard_rules.py deploy/monitoring/dashboard.json deploy/check/known_series.txt $$tmp/dashboard-rules.json && \
 	$(PROMTOOL) check rules $$tmp/dashboard-rules.json >/dev/null && echo 'dashboard: every panel query parses'
 	cd tools/dashcheck && nice -n 10 $(GO) test -count=1 ./...
+
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+$(STATICCHECK):
+	GOBIN=$(@D) $(TOOL_INSTALL) honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: lint
+## lint: staticcheck (checks configured in staticcheck.conf) over the gateway module
+lint: $(STATICCHECK)
+	nice -n 10 $(STATICCHECK) ./...

@@ -26,7 +26,7 @@ type Tracing struct {
 	Exporting bool
 	// Protocol is the OTLP protocol when Exporting: "grpc" or "http/protobuf".
 	Protocol string
-	shutdown  func(context.Context) error
+	shutdown func(context.Context) error
 }
 
 // Shutdown flushes buffered spans and stops the exporter; a no-op without one. ctx bounds it.

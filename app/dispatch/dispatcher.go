@@ -303,7 +303,7 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	}
 	defer rel()
 	legs := handoff.BootstrapPatch(rq.Body, rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
-	d.log.Debug("PD pair selected", "route", rq.Route.String(), "prefill", p.URL, "decode", dc.URL, "rooms", legs.Rooms)
+	d.log.DebugContext(ctx, "PD pair selected", "route", rq.Route.String(), "prefill", p.URL, "decode", dc.URL, "rooms", legs.Rooms)
 	o, err := d.openParallel(ctx, rq, legs, p, dc, hdr)
 	if err != nil {
 		return false, err

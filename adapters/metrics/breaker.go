@@ -47,22 +47,22 @@ func NewBreakerMetrics(reg *prometheus.Registry) (*BreakerMetrics, error) {
 
 // SetCBState sets smg_worker_cb_state{worker} (0 closed, 1 open, 2 half_open).
 func (m *BreakerMetrics) SetCBState(worker string, state int) {
-	m.state.WithLabelValues(worker).Set(float64(state))
+	m.state.WithLabelValues(label(worker)).Set(float64(state))
 }
 
 // IncCBTransition increments smg_worker_cb_transitions_total{worker,from,to}.
 func (m *BreakerMetrics) IncCBTransition(worker, from, to string) {
-	m.transitions.WithLabelValues(worker, from, to).Inc()
+	m.transitions.WithLabelValues(label(worker), from, to).Inc()
 }
 
 // IncCBOutcome increments smg_worker_cb_outcomes_total{worker,outcome}.
 func (m *BreakerMetrics) IncCBOutcome(worker, outcome string) {
-	m.outcomes.WithLabelValues(worker, outcome).Inc()
+	m.outcomes.WithLabelValues(label(worker), outcome).Inc()
 }
 
 // ForgetCB deletes every breaker series labelled with worker.
 func (m *BreakerMetrics) ForgetCB(worker string) {
-	l := prometheus.Labels{LabelWorker: worker}
+	l := prometheus.Labels{LabelWorker: label(worker)}
 	m.state.DeletePartialMatch(l)
 	m.transitions.DeletePartialMatch(l)
 	m.outcomes.DeletePartialMatch(l)

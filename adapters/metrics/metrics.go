@@ -169,7 +169,7 @@ func (m *Metrics) IncSelection(workerType, connectionMode, model, policy string)
 
 // AddActive adds delta to smg_worker_requests_active{worker=workerURL}.
 func (m *Metrics) AddActive(workerURL string, delta float64) {
-	m.active.WithLabelValues(workerURL).Add(delta)
+	m.active.WithLabelValues(label(workerURL)).Add(delta)
 }
 
 // ObserveHealthCheck increments smg_worker_health_checks_total{worker_type,result}; result is
@@ -184,20 +184,20 @@ func (m *Metrics) SetWorkerHealth(workerURL string, healthy bool) {
 	if healthy {
 		v = 1
 	}
-	m.health.WithLabelValues(workerURL).Set(v)
+	m.health.WithLabelValues(label(workerURL)).Set(v)
 }
 
 // AddWorker initialises the per-worker series of a newly registered worker
 // (smg_worker_requests_active 0, smg_worker_health 0 until its first successful probe), so
 // every registered worker appears in /metrics from the start.
 func (m *Metrics) AddWorker(workerURL string) {
-	m.active.WithLabelValues(workerURL)
-	m.health.WithLabelValues(workerURL)
+	m.active.WithLabelValues(label(workerURL))
+	m.health.WithLabelValues(label(workerURL))
 }
 
 // ForgetWorker deletes the per-worker series of a removed worker so /metrics does not keep
 // reporting it.
 func (m *Metrics) ForgetWorker(workerURL string) {
-	m.active.DeleteLabelValues(workerURL)
-	m.health.DeleteLabelValues(workerURL)
+	m.active.DeleteLabelValues(label(workerURL))
+	m.health.DeleteLabelValues(label(workerURL))
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/smg-go/smg/adapters/store/memory"
 	"github.com/smg-go/smg/adapters/store/redis"
-	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -17,10 +16,19 @@ import (
 // to count them; without it they are only logged on transitions.
 type FallbackCounter func(store, op string)
 
+// SharedOptions choose the shared-state backend; the composition root maps --redis-url and
+// --redis-key-prefix onto them.
+type SharedOptions struct {
+	// RedisURL is the Redis to share state through; "" keeps it in memory, per instance.
+	RedisURL string
+	// KeyPrefix starts every key and channel name ("" takes redis.DefaultPrefix, "smg:").
+	KeyPrefix string
+}
+
 type sharedIn struct {
 	fx.In
 	LC      fx.Lifecycle
-	Config  config.Config
+	Options SharedOptions
 	Log     *slog.Logger    `optional:"true"`
 	Counter FallbackCounter `optional:"true"`
 }
@@ -32,8 +40,8 @@ type sharedOut struct {
 }
 
 // Module provides ports.SlotCounter and ports.StickyStore. Without --redis-url they are the
-// in-memory adapters (per instance). With it, the Redis adapters (default options: prefix
-// "smg:", 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
+// in-memory adapters (per instance). With it, the Redis adapters (prefix --redis-key-prefix,
+// default "smg:"; 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
 // and FallbackSticky over the in-memory ones. A Redis that does not answer at start-up is
 // logged, not fatal: the gateway starts on per-instance state and switches to Redis once it
 // answers. A URL go-redis cannot parse fails the start.
@@ -48,15 +56,15 @@ func newShared(in sharedIn) (sharedOut, error) {
 	}
 	memSlots := memory.NewSlots(memory.SlotsOptions{})
 	memSticky := memory.NewSticky(memory.StickyOptions{})
-	if in.Config.RedisURL == "" {
+	if in.Options.RedisURL == "" {
 		return sharedOut{Slots: memSlots, Sticky: memSticky}, nil
 	}
 	redis.RouteLogs(log)
-	c, err := redis.NewClient(in.Config.RedisURL, 0)
+	c, err := redis.NewClient(in.Options.RedisURL, 0)
 	if err != nil {
 		return sharedOut{}, err
 	}
-	o := redis.Options{Logger: log}
+	o := redis.Options{Logger: log, Prefix: in.Options.KeyPrefix}
 	var slots *redis.Slots
 	in.LC.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

@@ -13,7 +13,6 @@ import (
 	"github.com/smg-go/smg/adapters/store"
 	"github.com/smg-go/smg/adapters/store/memory"
 	"github.com/smg-go/smg/adapters/store/redis/redistest"
-	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -30,11 +29,9 @@ func TestModuleSelectsAdapters(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := config.Default()
-			cfg.RedisURL = c.url(t)
 			var slots ports.SlotCounter
 			var sticky ports.StickyStore
-			app := fxtest.New(t, fx.Supply(cfg, quiet), store.Module(), fx.Populate(&slots, &sticky))
+			app := fxtest.New(t, fx.Supply(store.SharedOptions{RedisURL: c.url(t)}, quiet), store.Module(), fx.Populate(&slots, &sticky))
 			app.RequireStart()
 			defer app.RequireStop()
 			assert.IsType(t, c.wantSlots, slots)
@@ -57,8 +54,6 @@ func TestModuleSelectsAdapters(t *testing.T) {
 
 func TestModuleRejectsAnUnparsableURL(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
-	cfg.RedisURL = "redis://127.0.0.1:6379/notadb"
-	app := fx.New(fx.NopLogger, fx.Supply(cfg, quiet), store.Module(), fx.Invoke(func(ports.SlotCounter) {}))
+	app := fx.New(fx.NopLogger, fx.Supply(store.SharedOptions{RedisURL: "redis://127.0.0.1:6379/notadb"}, quiet), store.Module(), fx.Invoke(func(ports.SlotCounter) {}))
 	assert.Error(t, app.Err())
 }

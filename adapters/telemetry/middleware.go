@@ -43,7 +43,8 @@ func RequestID(ctx context.Context) string {
 func Middleware(next http.Handler) http.Handler { return NewMiddleware(slog.Default(), nil)(next) }
 
 // NewMiddleware returns the request middleware. For every request it:
-//   - takes the request id from the first of RequestIDHeaders, or generates one
+//   - takes the request id from the first of RequestIDHeaders present (WithRequestIDHeaders:
+//     the configured list), or generates one when none is or it is not a valid id
 //     (`<prefix><24 alphanumerics>`, prefix by route: chatcmpl-, cmpl-, gnt-, resp-, msg_,
 //     req-; smg-spec.md §3.8), echoes it as X-Request-Id and stores it for RequestID(ctx);
 //   - starts a server span (otelhttp on tp, or the global provider when tp is nil; W3C trace
@@ -54,13 +55,17 @@ func Middleware(next http.Handler) http.Handler { return NewMiddleware(slog.Defa
 //
 // The response writer keeps http.Flusher and the other optional interfaces, so streamed
 // responses flush at once.
-func NewMiddleware(log *slog.Logger, tp trace.TracerProvider) func(http.Handler) http.Handler {
+func NewMiddleware(log *slog.Logger, tp trace.TracerProvider, opts ...Option) func(http.Handler) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	opts := []otelhttp.Option{otelhttp.WithPropagators(propagator), otelhttp.WithSpanNameFormatter(spanName)}
+	o := options{requestIDHeaders: RequestIDHeaders}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	hopts := []otelhttp.Option{otelhttp.WithPropagators(propagator), otelhttp.WithSpanNameFormatter(spanName)}
 	if tp != nil {
-		opts = append(opts, otelhttp.WithTracerProvider(tp))
+		hopts = append(hopts, otelhttp.WithTracerProvider(tp))
 	}
 	return func(next http.Handler) http.Handler {
 		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,10 +87,10 @@ func NewMiddleware(log *slog.Logger, tp trace.TracerProvider) func(http.Handler)
 		// traceparent still reaches the engines: the legs forward it as received.
 		var traced http.Handler = inner
 		if _, off := tp.(noop.TracerProvider); !off {
-			traced = otelhttp.NewHandler(inner, "smg", opts...)
+			traced = otelhttp.NewHandler(inner, "smg", hopts...)
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ri := &reqInfo{id: incomingRequestID(r)}
+			ri := &reqInfo{id: incomingRequestID(r, o.requestIDHeaders)}
 			if ri.id == "" {
 				ri.id = newRequestID(r.URL.Path)
 			}
@@ -123,9 +128,32 @@ func spanName(_ string, r *http.Request) string {
 	return r.Method + " " + r.Pattern
 }
 
-func incomingRequestID(r *http.Request) string {
-	for _, h := range RequestIDHeaders {
+// Option tunes NewMiddleware.
+type Option func(*options)
+
+type options struct{ requestIDHeaders []string }
+
+// WithRequestIDHeaders makes the middleware read the client's request id from headers
+// (--request-id-headers, first present wins) instead of RequestIDHeaders. An empty list
+// keeps the default.
+func WithRequestIDHeaders(headers []string) Option {
+	return func(o *options) {
+		if len(headers) > 0 {
+			o.requestIDHeaders = headers
+		}
+	}
+}
+
+// incomingRequestID is the client's request id from the first of headers present,
+// or "" (a new one is minted) when none is present or the first present one is not a valid
+// id (wire.ValidRequestID): a hostile value is never echoed nor logged. The data-plane routes
+// refuse such a request with 400 (dispatch.Guard).
+func incomingRequestID(r *http.Request, headers []string) string {
+	for _, h := range headers {
 		if v := strings.TrimSpace(r.Header.Get(h)); v != "" {
+			if !wire.ValidRequestID(v) {
+				return ""
+			}
 			return v
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,8 @@ func TestRequestIDIsTakenOrMintedAndEchoed(t *testing.T) {
 		{"responses mint resp-", "/v1/responses", nil, "^resp-[A-Za-z0-9]{24}$"},
 		{"messages mint msg_", "/v1/messages", nil, "^msg_[A-Za-z0-9]{24}$"},
 		{"other routes mint req-", "/workers", nil, "^req-[A-Za-z0-9]{24}$"},
+		{"an id with forbidden characters is replaced", "/v1/completions", map[string]string{"X-Request-Id": "a\"b<script>"}, "^cmpl-[A-Za-z0-9]{24}$"},
+		{"an overlong id is replaced", "/workers", map[string]string{"X-Request-Id": strings.Repeat("a", 129)}, "^req-[A-Za-z0-9]{24}$"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,4 +193,13 @@ func TestParseLevel(t *testing.T) {
 	} {
 		assert.Equal(t, want, telemetry.ParseLevel(in), in)
 	}
+}
+
+func TestRequestIDHeadersAreConfigurable(t *testing.T) {
+	t.Parallel()
+	h := telemetry.NewMiddleware(slog.New(slog.DiscardHandler), nil, telemetry.WithRequestIDHeaders([]string{"X-My-Id"}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest(http.MethodGet, "/workers", nil)
+	req.Header.Set("X-Request-Id", "ignored")
+	req.Header.Set("X-My-Id", "mine-1")
+	assert.Equal(t, "mine-1", serve(t, h, req).Header().Get("X-Request-Id"))
 }

@@ -27,6 +27,9 @@ type Config struct {
 	DPAware          bool          // --dp-aware
 	ModelPath        string        // --model-path (gRPC tokenizer)
 	TokenizerPath    string        // --tokenizer-path
+	ChatTemplate     string        // --chat-template: template file overriding the model's (gRPC)
+	ToolCallParser   string        // --tool-call-parser, "" = by model family (gRPC)
+	ReasoningParser  string        // --reasoning-parser, "" = by model family (gRPC)
 
 	// Policies
 	Policy        string // --policy, default "cache_aware"
@@ -52,6 +55,10 @@ type Config struct {
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
 	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	// RedisKeyPrefix starts every Redis key and channel of the shared state
+	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
+	// with different prefixes; replicas of one deployment must use the same.
+	RedisKeyPrefix string
 
 	// Retries and circuit breaker (smg-spec.md §8.3)
 	RetryMaxRetries       int           // --retry-max-retries, 5 (total attempts)
@@ -109,6 +116,22 @@ type Config struct {
 	LogLevel       string // --log-level, "info"
 	LogJSON        bool   // --log-json, default true
 	LogFormat      string // --log-format: json, text or cloud; "" follows --log-json
+
+	// Request bodies: how long a data-plane client may take to send its body.
+	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed
+
+	// Authentication. Keys are secrets: never logged, compared in constant time.
+	AdminAPIKey     string // --admin-api-key / SMG_ADMIN_API_KEY: Bearer key of the worker-management routes; "" = open
+	AdminAPIKeyFile string // --admin-api-key-file: file holding the admin key (LoadSecrets reads it)
+	APIKey          string // --api-key / SMG_API_KEY: Bearer key of the data-plane routes; "" = open
+
+	// Worker registration limits.
+	WorkerAllowedHosts []string // --worker-allowed-hosts: host names or CIDRs workers may live on; empty = any (link-local and cloud metadata refused unless listed)
+	MaxWorkers         int      // --max-workers, 1024; 0 = no cap
+	RegistrationProbes int      // --registration-probe-concurrency, 16: outbound registration probes in flight at once
+
+	// Request ids (smg-spec.md §3.8).
+	RequestIDHeaders []string // --request-id-headers: where a client request id is read from, and the only request-id headers forwarded to engines
 }
 
 // Default returns SMG's defaults.
@@ -130,6 +153,7 @@ func Default() Config {
 		LeastLoadDefaultThroughput: 2000,
 		LeastLoadMeanPrefillTokens: 1024,
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
+		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,
 		RetryMaxRetries:            5,
 		RetryInitialBackoffMS:      50,
@@ -160,6 +184,10 @@ func Default() Config {
 		PrometheusPort:             29000,
 		LogLevel:                   "info",
 		LogJSON:                    true,
+		BodyReadTimeout:            60 * time.Second,
+		MaxWorkers:                 1024,
+		RegistrationProbes:         16,
+		RequestIDHeaders:           []string{"x-request-id", "x-correlation-id", "x-trace-id", "request-id"},
 	}
 }
 

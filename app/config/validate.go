@@ -52,6 +52,8 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.validateWorkers, c.validatePolicies, c.validatePolicyTuning,
 		c.validateResilience, c.validateHealth, c.validateTimeouts, c.validateObservability,
+		c.validateEdge,
+		c.validateText,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -73,9 +75,18 @@ func (c Config) validateServer() error {
 	}
 	if c.RedisURL != "" {
 		u, err := url.Parse(c.RedisURL)
-		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-			return bad("--redis-url", "must be a redis://, rediss:// or unix:// URL (got %q)", c.RedisURL)
+		if err != nil {
+			return bad("--redis-url", "must be a redis://, rediss:// or unix:// URL (it does not parse)")
 		}
+		if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix" {
+			return bad("--redis-url", "must be a redis://, rediss:// or unix:// URL (got %q)", redactURL(u))
+		}
+		if err := redisDB(u); err != nil {
+			return bad("--redis-url", "%s (got %q)", err, redactURL(u))
+		}
+	}
+	if strings.TrimSpace(c.RedisKeyPrefix) == "" || strings.ContainsAny(c.RedisKeyPrefix, " \t\r\n") {
+		return bad("--redis-key-prefix", "must be a non-empty prefix without white space (got %q)", c.RedisKeyPrefix)
 	}
 	return nil
 }

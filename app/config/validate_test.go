@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -140,4 +141,75 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			assert.Contains(t, tc.want, fe.Flag)
 		})
 	}
+}
+
+func TestValidateEdgeFlags(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(*config.Config)
+		flag   string // "" = valid
+	}{
+		{"redis db number", func(c *config.Config) { c.RedisURL = "redis://127.0.0.1:6379/3" }, ""},
+		{"redis db query", func(c *config.Config) { c.RedisURL = "unix:///tmp/r.sock?db=2" }, ""},
+		{"redis db not a number", func(c *config.Config) { c.RedisURL = "redis://127.0.0.1:6379/abc" }, "--redis-url"},
+		{"redis db negative", func(c *config.Config) { c.RedisURL = "rediss://h:6379/-1" }, "--redis-url"},
+		{"redis key prefix empty", func(c *config.Config) { c.RedisKeyPrefix = "" }, "--redis-key-prefix"},
+		{"redis path too deep", func(c *config.Config) { c.RedisURL = "redis://h:6379/1/2" }, "--redis-url"},
+		{"redis db query bad", func(c *config.Config) { c.RedisURL = "unix:///tmp/r.sock?db=x" }, "--redis-url"},
+		{"body read timeout 0", func(c *config.Config) { c.BodyReadTimeout = 0 }, "--body-read-timeout-secs"},
+		{"admin key with space", func(c *config.Config) { c.AdminAPIKey = "a b" }, "--admin-api-key"},
+		{"api key with newline", func(c *config.Config) { c.APIKey = "k\n" }, "--api-key"},
+		{"allow-list CIDR", func(c *config.Config) {
+			c.WorkerAllowedHosts = []string{"10.0.0.0/8", "fd00::/8", "gpu-0", "169.254.1.1"}
+		}, ""},
+		{"allow-list bad CIDR", func(c *config.Config) { c.WorkerAllowedHosts = []string{"10.0.0.0/99"} }, "--worker-allowed-hosts"},
+		{"max workers negative", func(c *config.Config) { c.MaxWorkers = -1 }, "--max-workers"},
+		{"max workers 0 is no cap", func(c *config.Config) { c.MaxWorkers = 0 }, ""},
+		{"probe concurrency 0", func(c *config.Config) { c.RegistrationProbes = 0 }, "--registration-probe-concurrency"},
+		{"no request-id headers", func(c *config.Config) { c.RequestIDHeaders = nil }, "--request-id-headers"},
+		{"request-id header with colon", func(c *config.Config) { c.RequestIDHeaders = []string{"x-id:"} }, "--request-id-headers"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Default()
+			tc.mutate(&c)
+			err := c.Validate()
+			if tc.flag == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var fe *config.FlagError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.flag, fe.Flag)
+		})
+	}
+}
+
+func TestLoadSecretsReadsTheAdminKeyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := dir + "/key"
+	require.NoError(t, os.WriteFile(path, []byte("  s3cret-key\n"), 0o600))
+	c := config.Default()
+	c.AdminAPIKeyFile = path
+	require.NoError(t, c.LoadSecrets())
+	assert.Equal(t, "s3cret-key", c.AdminAPIKey)
+
+	c = config.Default()
+	c.AdminAPIKeyFile, c.AdminAPIKey = path, "other"
+	var fe *config.FlagError
+	require.ErrorAs(t, c.LoadSecrets(), &fe)
+	assert.Equal(t, "--admin-api-key-file", fe.Flag)
+
+	c = config.Default()
+	c.AdminAPIKeyFile = dir + "/missing"
+	require.ErrorAs(t, c.LoadSecrets(), &fe)
+	assert.Equal(t, "--admin-api-key-file", fe.Flag)
+
+	require.NoError(t, os.WriteFile(path, []byte("\n"), 0o600))
+	c = config.Default()
+	c.AdminAPIKeyFile = path
+	require.ErrorAs(t, c.LoadSecrets(), &fe)
 }

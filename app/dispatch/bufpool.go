@@ -32,12 +32,13 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // readPooled reads r to its end into a pooled buffer, stopping after limit bytes (like
 // io.LimitReader: the rest is left unread). hint, when in (0, limit], is the expected size
-// (Content-Length) and sizes the buffer at once. The buffer's bytes are valid until
-// putBody; the error is the read's (never io.EOF).
+// (Content-Length); it sizes the buffer up front only up to maxPooledBody, so a peer that
+// announces a huge body and sends little costs what it sent. The buffer's bytes are valid
+// until putBody; the error is the read's (never io.EOF).
 func readPooled(r io.Reader, limit, hint int64) (*bytes.Buffer, error) {
 	b := bodyBufs.Get().(*bytes.Buffer)
 	if hint > 0 && hint <= limit {
-		b.Grow(int(hint) + bytes.MinRead)
+		b.Grow(int(min(hint, maxPooledBody)) + bytes.MinRead)
 	}
 	_, err := b.ReadFrom(io.LimitReader(r, limit))
 	return b, err
@@ -65,15 +66,22 @@ func contentLength(h http.Header) int64 {
 	return n
 }
 
-// readAllSized is io.ReadAll with the buffer sized for hint bytes (a Content-Length) up
-// front: one allocation for a body of the announced size instead of io.ReadAll's doubling
-// from 512 bytes. hint <= 0 falls back to io.ReadAll. The bytes are the caller's to keep
-// (a client body outlives the request's legs, so it is not pooled).
+// maxBodyReserve is the most readAllSized allocates before any byte arrived (bytes): a
+// client's Content-Length is a claim, not a reservation.
+const maxBodyReserve = 64 << 10
+
+// readAllSized is io.ReadAll that uses hint (a Content-Length) without trusting it: the
+// buffer starts at min(hint, maxBodyReserve) bytes and doubles as bytes arrive, never past
+// hint+1 while the body stays within its announced size, so memory follows the bytes
+// received (at most about twice them) and an honest body ends in a buffer of its size.
+// hint <= 0 starts at 512 bytes. The bytes are the caller's to keep (a client body
+// outlives the request's legs, so it is not pooled).
 func readAllSized(r io.Reader, hint int64) ([]byte, error) {
-	if hint <= 0 {
-		return io.ReadAll(r)
+	start := int64(512)
+	if hint > 0 {
+		start = min(hint+1, maxBodyReserve) // +1: the read that sees EOF needs no growth
 	}
-	b := make([]byte, 0, hint+1) // +1: the read that sees EOF needs no growth
+	b := make([]byte, 0, start)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -84,7 +92,13 @@ func readAllSized(r io.Reader, hint int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // more than announced: grow like append
+			next := int64(cap(b)) * 2
+			if hint > 0 && int64(len(b)) <= hint {
+				next = min(next, hint+1)
+			}
+			nb := make([]byte, len(b), next)
+			copy(nb, b)
+			b = nb
 		}
 	}
 }

@@ -69,3 +69,33 @@ func TestContentLength(t *testing.T) {
 	assert.EqualValues(t, -1, contentLength(http.Header{}))
 	assert.EqualValues(t, -1, contentLength(http.Header{"Content-Length": {"x"}}))
 }
+
+func TestReadAllSizedDoesNotTrustTheAnnouncedSize(t *testing.T) {
+	t.Parallel()
+	// A client announcing 1 TB and sending 8 bytes gets a buffer sized by what it sent.
+	got, err := readAllSized(strings.NewReader("12345678"), 1_000_000_000_000)
+	require.NoError(t, err)
+	assert.Equal(t, "12345678", string(got))
+	assert.LessOrEqual(t, cap(got), maxBodyReserve, "no reservation beyond maxBodyReserve before bytes arrive")
+
+	// A large honest body grows with what arrives and ends no bigger than announced+1.
+	body := strings.Repeat("x", 3*maxBodyReserve+17)
+	got, err = readAllSized(iotest.HalfReader(strings.NewReader(body)), int64(len(body)))
+	require.NoError(t, err)
+	assert.Equal(t, body, string(got))
+	assert.Equal(t, len(body)+1, cap(got), "growth stops at the announced size")
+
+	// A body longer than announced keeps growing (the size limit is MaxBytesReader's job).
+	got, err = readAllSized(strings.NewReader(body), 100)
+	require.NoError(t, err)
+	assert.Equal(t, body, string(got))
+}
+
+func TestReadPooledReservesAtMostMaxPooledBody(t *testing.T) {
+	t.Parallel()
+	b, err := readPooled(strings.NewReader("tiny"), 1<<40, 1<<39)
+	require.NoError(t, err)
+	assert.Equal(t, "tiny", b.String())
+	assert.LessOrEqual(t, b.Cap(), maxPooledBody+16<<10, "an engine's Content-Length is not a reservation")
+	putBody(b)
+}

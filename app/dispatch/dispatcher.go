@@ -124,7 +124,19 @@ func (d *Dispatcher) Routes() []ports.Route {
 	for _, p := range []string{"/v1/embeddings", "/v1/classify", "/classify", "/v1/score"} {
 		rs = append(rs, ports.Route{Pattern: "POST " + p, Handler: http.HandlerFunc(unsupported)})
 	}
+	for _, p := range []string{"GET " + wire.PathResponses + "/{id}", "DELETE " + wire.PathResponses + "/{id}",
+		"POST " + wire.PathResponses + "/{id}/cancel", "GET " + wire.PathResponses + "/{id}/input_items"} {
+		rs = append(rs, ports.Route{Pattern: p, Handler: http.HandlerFunc(storedResponses)})
+	}
 	return rs
+}
+
+// storedResponses answers the stored-response routes of /v1/responses with a clear 501: a
+// stored response lives on the decode engine that answered it, and the PD router does not
+// track which one (ask again with "store": false, or keep the response on the client).
+func storedResponses(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, errs.New(http.StatusNotImplemented, wire.CodeNotSupported,
+		"%s %s is not supported in PD mode: a stored response lives on the decode worker that answered it, and the gateway does not track which one", r.Method, r.URL.Path))
 }
 
 func unsupported(w http.ResponseWriter, r *http.Request) {
@@ -156,12 +168,14 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}
-		hdr := forwardHeaders(r.Header)
-		// The access log and RED series learn the model and endpoint; both engines get the
-		// request id the gateway answers with (minted or the client's).
+		hdr := d.legHeaders(r.Header)
+		// The access log and RED series learn the model and endpoint. Both engines get the
+		// request id the gateway answers with: a client's X-Request-Id is forwarded as sent
+		// (its values are checked, e.g. for MoRI-IO markers), else the gateway's id (minted,
+		// or read from another request-id header) is added.
 		ri := ports.RequestInfoFrom(r.Context())
 		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
-		if id := ri.RequestID(); id != "" {
+		if id := ri.RequestID(); id != "" && hdr.Get(wire.HeaderRequestID) == "" {
 			hdr.Set(wire.HeaderRequestID, id)
 		}
 
@@ -210,7 +224,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 					// workers'. Counted on neither that worker nor another, and not retried.
 					f.recorded.Store(true)
 					d.log.WarnContext(ctx, "PD attempt failed the same way on a second worker; not retrying", "attempt", i+1,
-						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.URL, "worker_id", f.w.ID)
+						"leg", f.e.Leg, "code", f.e.Code, "worker", f.w.DisplayURL(), "worker_id", f.w.ID)
 					break
 				}
 				d.recordFault(f)
@@ -291,6 +305,9 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, errOnlyUnresponsive
 	}
 	defer func() { avoidFailed(preq, err, p, dc) }()
+	if handoff.IsMoRIIO(p.Worker) || handoff.IsMoRIIO(dc.Worker) {
+		return d.moriio(ctx, w, rq, p, dc, hdr) // before the runtime: a MoRI-IO leg never recomputes
+	}
 	if p.Runtime == worker.RuntimeVLLM {
 		return d.sequential(ctx, w, rq, p, dc, hdr)
 	}
@@ -303,7 +320,7 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	}
 	defer rel()
 	legs := handoff.BootstrapPatch(rq.Body, rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
-	d.log.DebugContext(ctx, "PD pair selected", "route", rq.Route.String(), "prefill", p.URL, "decode", dc.URL, "rooms", legs.Rooms)
+	d.log.DebugContext(ctx, "PD pair selected", "route", rq.Route.String(), "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "rooms", legs.Rooms)
 	o, err := d.openParallel(ctx, rq, legs, p, dc, hdr)
 	if err != nil {
 		return false, err
@@ -341,18 +358,10 @@ func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (f
 	return rel, err
 }
 
-// readBody reads the client body within --max-payload-size: 413 beyond it.
+// readBody reads the client body within --max-payload-size and --body-read-timeout-secs
+// (readbody.go).
 func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := readAllSized(http.MaxBytesReader(w, r.Body, d.cfg.MaxPayloadSize), min(r.ContentLength, d.cfg.MaxPayloadSize))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errs.New(http.StatusRequestEntityTooLarge, "payload_too_large",
-				"request body exceeds --max-payload-size (%d bytes)", d.cfg.MaxPayloadSize)
-		}
-		return nil, errs.BadRequest("failed to read request body: %v", err)
-	}
-	return b, nil
+	return readClientBody(w, r, d.cfg.MaxPayloadSize, d.cfg.BodyReadTimeout)
 }
 
 // checkModel refuses a model that no prefill or decode worker serves (404 model_not_found),
@@ -375,6 +384,17 @@ func (d *Dispatcher) checkModel(m string) *errs.Error {
 		return nil
 	}
 	return errs.ModelNotFound(m)
+}
+
+// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key the
+// client's Authorization is the gateway's own credential and is not passed on: an engine
+// gets the worker's api_key instead, when it has one (httpengine).
+func (d *Dispatcher) legHeaders(in http.Header) http.Header {
+	h := forwardHeaders(in, d.cfg.RequestIDHeaders)
+	if d.cfg.APIKey != "" {
+		h.Del("Authorization")
+	}
+	return h
 }
 
 // routingKey returns the first configured routing-key header's value (smg-spec.md §5.10).
@@ -408,7 +428,7 @@ func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: forwardHeaders(r.Header)})
+	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: d.legHeaders(r.Header)})
 	if err != nil {
 		WriteError(w, legTransportError("prefill", p, err, ctx))
 		return

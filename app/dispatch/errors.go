@@ -22,9 +22,9 @@ type errorInfo struct {
 }
 
 // MarshalError renders e in the seed's body shape:
-// {"error":{"type":"<reason phrase>","code":"<code>","message":"<text>","param":null}}.
+// {"error":{"type":"<errs.Type>","code":"<code>","message":"<text>","param":null}}.
 func MarshalError(e *errs.Error) []byte {
-	b, _ := json.Marshal(errorBody{Error: errorInfo{Type: errs.ReasonPhrase(e.Status), Code: e.Code, Message: e.Message}})
+	b, _ := json.Marshal(errorBody{Error: errorInfo{Type: errs.Type(e.Status), Code: e.Code, Message: e.Message}})
 	return b
 }
 
@@ -100,23 +100,12 @@ func decodeError(status int, body []byte) *errs.Error {
 	return &errs.Error{Status: status, Code: code, Message: upstreamMessage(body), Leg: "decode", Retryable: retryableStatus(status)}
 }
 
-// prefillError maps a prefill leg's error status on the parallel path (smg-spec.md §2.8.5),
-// status passed through.
+// prefillError maps a prefill leg's error status on the parallel path: the status passes
+// through with prefill_upstream_error, the code the seed names for vLLM's prefill errors, so
+// an engine's answer gets the same code whichever engine gave it.
 func prefillError(status int, body []byte) *errs.Error {
-	code := "prefill_error"
-	switch status {
-	case 400:
-		code = "prefill_bad_request"
-	case 404:
-		code = "prefill_not_found"
-	case 500:
-		code = "prefill_internal_error"
-	case 502:
-		code = "prefill_bad_gateway"
-	case 503:
-		code = "prefill_unavailable"
-	}
-	return &errs.Error{Status: status, Code: code, Message: "Prefill server error (" + strconv.Itoa(status) + "): " + upstreamMessage(body), Leg: "prefill", Retryable: retryableStatus(status)}
+	return &errs.Error{Status: status, Code: wire.CodePrefillUpstreamError, Leg: "prefill", Retryable: retryableStatus(status),
+		Message: "Prefill server error (" + strconv.Itoa(status) + "): " + upstreamMessage(body)}
 }
 
 // retryableStatus is the retry set of smg-spec.md §6.7: 408, 429, 500, 502, 503, 504.

@@ -21,11 +21,11 @@ func TestWriteErrorUsesTheSeedShapeAndHeaders(t *testing.T) {
 		retryAfter string
 	}{
 		{"no worker names the leg", errs.NoAvailableWorkers("decode"), 503, "no_available_workers",
-			`{"error":{"type":"Service Unavailable","code":"no_available_workers","message":"No available decode workers (all unhealthy or circuits open). Please check if decode servers are configured and healthy.","param":null}}`, ""},
+			`{"error":{"type":"server_error","code":"no_available_workers","message":"No available decode workers (all unhealthy or circuits open). Please check if decode servers are configured and healthy.","param":null}}`, ""},
 		{"shed carries Retry-After", &errs.Error{Status: 503, Code: "worker_overload_protection_shed", Message: "full", RetryAfterSecs: 7}, 503,
-			"worker_overload_protection_shed", `{"error":{"type":"Service Unavailable","code":"worker_overload_protection_shed","message":"full","param":null}}`, "7"},
+			"worker_overload_protection_shed", `{"error":{"type":"server_error","code":"worker_overload_protection_shed","message":"full","param":null}}`, "7"},
 		{"a plain error does not leak its text", errors.New("secret internals"), 500, "internal_error",
-			`{"error":{"type":"Internal Server Error","code":"internal_error","message":"internal error","param":null}}`, ""},
+			`{"error":{"type":"server_error","code":"internal_error","message":"internal error","param":null}}`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,12 +65,12 @@ func TestLegErrorCodesPassTheStatusThrough(t *testing.T) {
 		decodeCode, preCode string
 		retryable           bool
 	}{
-		{400, "decode_bad_request", "prefill_bad_request", false},
-		{404, "decode_not_found", "prefill_not_found", false},
-		{429, "decode_error", "prefill_error", true},
-		{500, "decode_internal_error", "prefill_internal_error", true},
-		{502, "decode_bad_gateway", "prefill_bad_gateway", true},
-		{503, "decode_unavailable", "prefill_unavailable", true},
+		{400, "decode_bad_request", "prefill_upstream_error", false},
+		{404, "decode_not_found", "prefill_upstream_error", false},
+		{429, "decode_error", "prefill_upstream_error", true},
+		{500, "decode_internal_error", "prefill_upstream_error", true},
+		{502, "decode_bad_gateway", "prefill_upstream_error", true},
+		{503, "decode_unavailable", "prefill_upstream_error", true},
 	}
 	for _, tc := range tests {
 		d := decodeError(tc.status, []byte(`{"error":{"message":"m"}}`))

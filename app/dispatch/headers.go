@@ -6,17 +6,25 @@ import (
 )
 
 // forwardHeaders copies the client headers an engine may see (smg-spec.md §2.5.4): an allow
-// list — Authorization, X-Request-Id (and X-Request-Id-*), X-Correlation-Id, W3C trace
-// context and the routing-key header. Everything else (cookies, hop-by-hop, Host) stays here.
-func forwardHeaders(in http.Header) http.Header {
+// list — Authorization, W3C trace context, the routing-key header, and the request-id
+// headers of --request-id-headers (requestIDs, case-insensitive), which the Guard has
+// checked. Other request-id look-alikes (X-Request-Id-*, an unlisted X-Correlation-Id) are
+// not forwarded: an engine reads its request id from them (vLLM takes X-Request-Id), so only
+// the operator's list may set it. Everything else (cookies, hop-by-hop, Host) stays here.
+func forwardHeaders(in http.Header, requestIDs []string) http.Header {
 	out := make(http.Header, 4)
 	for k, vs := range in {
 		lk := strings.ToLower(k)
-		switch {
-		case lk == "authorization", lk == "x-request-id", lk == "x-correlation-id",
-			lk == "traceparent", lk == "tracestate", lk == "x-smg-routing-key",
-			strings.HasPrefix(lk, "x-request-id-"):
+		switch lk {
+		case "authorization", "traceparent", "tracestate", "x-smg-routing-key":
 			out[k] = vs
+			continue
+		}
+		for _, h := range requestIDs {
+			if strings.EqualFold(h, lk) {
+				out[k] = vs
+				break
+			}
 		}
 	}
 	return out

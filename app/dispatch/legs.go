@@ -34,8 +34,10 @@ type open struct {
 	// fails cancels it with its *legFault as the cause.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// reqCtx is the request's context (the client and --request-timeout-secs).
+	// reqCtx is the request's context (the client and --request-timeout-secs); its end
+	// cancels the legs until detach is called.
 	reqCtx context.Context
+	detach func() bool
 	// pdone delivers the parallel prefill's result once; nil on the sequential path.
 	pdone   chan prefillResult
 	pResult *prefillResult
@@ -55,6 +57,9 @@ type open struct {
 	forceJSON bool
 	// keep reads the prefill body for its logprobs before the decode output is relayed.
 	keep bool
+	// usage is the prompt usage the prefill computed (set by awaitPrefill, or at once on the
+	// sequential path); nil when the prefill reported none.
+	usage *handoff.PromptUsage
 }
 
 // prefillResult is how a parallel prefill leg ended: fault when it failed (it also
@@ -62,6 +67,7 @@ type open struct {
 type prefillResult struct {
 	fault    *legFault
 	logprobs []byte
+	usage    *handoff.PromptUsage
 }
 
 // awaitPrefill waits for the parallel prefill leg to end (at once on the sequential path)
@@ -75,22 +81,49 @@ func (o *open) awaitPrefill() *legFault {
 		r := <-o.pdone
 		o.pResult = &r
 		o.prefillLogprobs = r.logprobs
+		o.usage = r.usage
 	}
 	return o.pResult.fault
 }
 
-// finish waits for the prefill leg (its drain must end before the legs' context does, or
-// the KV transfer would be aborted), records a prefill fault that came after the response
-// was committed (an uncommitted attempt's fault is its error, recorded by the retry loop),
-// then releases the legs. Safe to call more than once.
+// finish ends an attempt's legs. Once the response was committed and the decode ended,
+// the client's response is already complete: the prefill leg, if still running, is drained
+// in the background — closing it early would abort the KV transfer (seed "Failures,
+// Cancellation, and Streaming") — bounded by the request's deadline but no longer by the
+// client, and a prefill fault that comes then is recorded on its worker. An uncommitted
+// attempt's legs are cancelled at once (its fault is its error, recorded by the retry
+// loop). Safe to call more than once.
 func (d *Dispatcher) finish(o *open, committed bool) {
-	if f := o.awaitPrefill(); f != nil && committed {
-		d.recordFault(f)
-	}
 	if o.decodeResp != nil {
 		_ = o.decodeResp.Body.Close()
 	}
-	o.cancel(nil)
+	if !committed || o.pdone == nil {
+		o.cancel(nil)
+		return
+	}
+	if o.detach != nil {
+		o.detach()
+	}
+	go func() {
+		if dl, ok := o.reqCtx.Deadline(); ok { // the drain stays bounded by the request's deadline
+			t := time.AfterFunc(time.Until(dl), func() { o.cancel(context.DeadlineExceeded) })
+			defer t.Stop()
+		}
+		if f := o.awaitPrefill(); f != nil {
+			d.recordFault(f)
+		}
+		o.cancel(nil)
+	}()
+}
+
+// legContext is an attempt's legs' context: cancelled when the request's context ends (the
+// client, --request-timeout-secs, shutdown; with its cause) until detach is called, so a
+// prefill drained after the client's response is complete is not cut by the handler's
+// return (finish then bounds it by the request's deadline itself).
+func legContext(req context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(req))
+	detach := context.AfterFunc(req, func() { cancel(context.Cause(req)) })
+	return ctx, cancel, detach
 }
 
 func ok2xx(s int) bool { return s >= 200 && s < 300 }
@@ -110,8 +143,8 @@ func ok2xx(s int) bool { return s >= 200 && s < 300 }
 // Nothing waits for the prefill's head: a decode answer that is malformed fails at once.
 func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs handoff.Legs,
 	p, dc *worker.Live, hdr http.Header) (*open, error) {
-	legCtx, cancel := context.WithCancelCause(ctx)
-	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx, pdone: make(chan prefillResult, 1),
+	legCtx, cancel, detach := legContext(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx, pdone: make(chan prefillResult, 1),
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault { return d.prefillTimeoutFault(p, "sent no response head") })
@@ -215,7 +248,7 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 		fail(&legFault{w: p, status: resp.Status, e: prefillError(resp.Status, body)})
 		return
 	}
-	kept, err := d.readPrefillBody(resp, o.route, o.keep)
+	kept, usage, err := d.readPrefillBody(resp, o.route, o.keep)
 	if err != nil {
 		if errors.Is(err, errMalformed) {
 			fail(&legFault{w: p, cause: errMalformed, e: prefillInvalid(p, err)})
@@ -225,6 +258,7 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 		return
 	}
 	o.prefillDone.Store(true)
+	res.usage = usage
 	d.record(p, resp.Status, nil)
 	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
 	if kept != nil {
@@ -249,13 +283,23 @@ const prefillCheckLimit = 4 << 20
 
 // readPrefillBody reads a 2xx prefill body to its end and checks it: an SSE body's data
 // lines must be JSON or [DONE], and a stream of a route that ends with [DONE] must reach
-// it; a JSON body must parse. It returns the whole body when keep (logprobs), else nil, and
-// errMalformed (wrapped) or the read error.
-func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Route, keep bool) ([]byte, error) {
+// it; a JSON body must parse. It returns the whole body when keep (logprobs), else nil, the
+// prompt usage the prefill reported (nil: none), and errMalformed (wrapped) or the read
+// error.
+func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Route, keep bool) ([]byte, *handoff.PromptUsage, error) {
 	if isEventStream(resp.Header) {
 		var g handoff.LineGuard
 		var scan handoff.DoneScanner
 		var kept []byte
+		var usage *handoff.PromptUsage
+		lines := func(span []byte) error {
+			handoff.EachDataLine(span, func(p []byte) {
+				if u, ok := handoff.PrefillUsage(route, p); ok {
+					usage = &u
+				}
+			})
+			return nil
+		}
 		buf := getRelayBuf()
 		defer putRelayBuf(buf)
 		done := false
@@ -266,8 +310,8 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 				if keep && len(kept) < int(d.cfg.MaxPayloadSize) {
 					kept = append(kept, chunk...)
 				}
-				if ferr := g.Feed(chunk, func([]byte) error { return nil }); ferr != nil {
-					return nil, fmt.Errorf("%w: %v", errMalformed, ferr)
+				if ferr := g.Feed(chunk, lines); ferr != nil {
+					return nil, nil, fmt.Errorf("%w: %v", errMalformed, ferr)
 				}
 				if _, ok := scan.Feed(chunk); ok {
 					done = true
@@ -275,12 +319,12 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 			}
 			if errors.Is(err, io.EOF) {
 				if !done && streamEndsWithDone(route) {
-					return nil, io.ErrUnexpectedEOF
+					return nil, nil, io.ErrUnexpectedEOF
 				}
-				return kept, nil
+				return kept, usage, nil
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -291,19 +335,23 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 	buf, err := readPooled(io.LimitReader(resp.Body, limit), limit, contentLength(resp.Header))
 	defer putBody(buf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(buf.Len()) >= limit {
 		_, err := io.Copy(io.Discard, resp.Body) // too large to check: drain it
-		return nil, err
+		return nil, nil, err
 	}
 	if e := checkJSONBody(resp.Header, buf.Bytes()); e != nil {
-		return nil, fmt.Errorf("%w: %d bytes", errMalformed, buf.Len())
+		return nil, nil, fmt.Errorf("%w: %d bytes", errMalformed, buf.Len())
+	}
+	var usage *handoff.PromptUsage
+	if u, ok := handoff.PrefillUsage(route, buf.Bytes()); ok {
+		usage = &u
 	}
 	if keep {
-		return append([]byte(nil), buf.Bytes()...), nil
+		return append([]byte(nil), buf.Bytes()...), usage, nil
 	}
-	return nil, nil
+	return nil, usage, nil
 }
 
 // readLimited reads up to errBodyLimit bytes of an error body and closes it.

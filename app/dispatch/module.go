@@ -107,7 +107,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 			return nil
 		},
 	})
-	return moduleOut{Dispatcher: d, Selector: sel, Routes: d.Routes()}, nil
+	return moduleOut{Dispatcher: d, Selector: sel, Routes: Guard(d.Routes(), in.Config.APIKey, in.Config.RequestIDHeaders)}, nil
 }
 
 // forgetRemovedWorkers drops a worker's per-policy state (cache_aware tree tenancy, hash

@@ -80,6 +80,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 		split = &handoff.EventSplitter{}
 	}
 	emit := func(b []byte) error {
+		b = d.prefillUsageInto(o, b)
 		end, done := scan.Feed(b)
 		var werr error
 		if split != nil {
@@ -104,7 +105,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 			return true
 		case errors.Is(werr, handoff.ErrMalformedEvent):
 			d.record(o.decode, 0, errMalformed)
-			d.log.WarnContext(o.reqCtx, "decode streamed a malformed event", "decode", o.decode.URL, "decode_id", o.decode.ID)
+			d.log.WarnContext(o.reqCtx, "decode streamed a malformed event", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID)
 			o.cancel(nil)
 			d.streamFail(w, rc, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeInvalidResponse, Leg: "decode",
 				Message: "decode worker " + o.decode.ID + " streamed an event that is not valid JSON"})
@@ -190,7 +191,7 @@ func (d *Dispatcher) streamBroke(o *open, rerr error) *errs.Error {
 		rerr = io.ErrUnexpectedEOF
 	}
 	d.record(o.decode, 0, rerr)
-	d.log.WarnContext(o.reqCtx, "decode stream broke", "decode", o.decode.URL, "decode_id", o.decode.ID, "err", rerr)
+	d.log.WarnContext(o.reqCtx, "decode stream broke", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "err", rerr)
 	return &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeStreamFailed, Message: msg, Leg: "decode"}
 }
 
@@ -237,13 +238,16 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 		})
 	}
 	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
-		d.log.WarnContext(o.reqCtx, "decode answered a malformed JSON body", "decode", o.decode.URL, "decode_id", o.decode.ID, "bytes", len(body))
+		d.log.WarnContext(o.reqCtx, "decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
 		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, cause: errMalformed, e: e} })
 	}
-	if o.keep {
+	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {
 		if f := o.awaitPrefill(); f != nil {
 			return false, d.attemptError(o.reqCtx, o, func() *legFault { return f })
 		}
+	}
+	if o.usage != nil {
+		body, _ = handoff.RewriteUsage(o.route, body, *o.usage)
 	}
 	d.record(o.decode, o.decodeResp.Status, nil)
 	d.metrics.ObserveTTFT(o.model, o.runtime, time.Since(o.start))
@@ -261,4 +265,21 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 	w.WriteHeader(o.decodeResp.Status)
 	_, _ = w.Write(body)
 	return true, nil
+}
+
+// prefillUsageInto rewrites the usage of the decode stream's events in span (complete
+// lines) with the prefill's view of the prompt: the decode engine counts the whole prompt as
+// cached, because its KV came through the handoff. The first event that carries a cached
+// count waits for the prefill's numbers (it ended already in practice: the decode's output
+// needed its KV); a prefill that reported none leaves the events as they are.
+func (d *Dispatcher) prefillUsageInto(o *open, span []byte) []byte {
+	return handoff.RewriteDataLines(span, func(p []byte) ([]byte, bool) {
+		if !handoff.NeedsPrefillUsage(o.route, p) {
+			return nil, false
+		}
+		if o.awaitPrefill() != nil || o.usage == nil {
+			return nil, false
+		}
+		return handoff.RewriteUsage(o.route, p, *o.usage)
+	})
 }

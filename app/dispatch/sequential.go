@@ -42,8 +42,8 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		return false, err
 	}
 	defer rel()
-	legCtx, cancel := context.WithCancelCause(ctx)
-	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, reqCtx: ctx,
+	legCtx, cancel, detach := legContext(ctx)
+	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	o.prefillDone.Store(true) // the decode leg starts only once the prefill answered
 	path := rq.Route.Path()
@@ -51,7 +51,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	var prefillBody []byte
 	var prefillBuf *bytes.Buffer // pooled; released once the decode body is built
 	if !plan.SkipPrefill {
-		b, err := d.sequentialPrefill(o, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
+		b, err := d.sequentialPrefill(o, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr}, nil)
 		if err != nil {
 			return false, err
 		}
@@ -68,14 +68,22 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		d.log.WarnContext(ctx, "NIXL prefill returned no kv_transfer_params; decode recomputes the prompt",
 			"prefill", p.URL, "decode", dc.URL)
 	case handoff.OutcomeRecompute:
-		d.log.WarnContext(ctx, "Mooncake prefill has no kv_engine_id; decode recomputes the prompt", "prefill", p.URL)
+		d.log.WarnContext(ctx, "Mooncake prefill has no kv_engine_id; no prefill leg sent, decode recomputes the prompt", "prefill", p.DisplayURL())
 	}
-	d.log.DebugContext(ctx, "vLLM PD pair", "prefill", p.URL, "decode", dc.URL, "mode", plan.Mode,
+	d.log.DebugContext(ctx, "vLLM PD pair", "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "mode", plan.Mode,
 		"transfer_id", plan.TransferID, "outcome", outcome.String(),
 		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
 
+	return d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
+}
+
+// sequentialDecode sends the decode leg of a sequential dispatch, once the prefill answered
+// (o.prefillDone), and relays its answer. A decode failure before anything reached the
+// client is the attempt's *legFault blamed on the decode.
+func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.LegRequest) (committed bool, err error) {
+	ctx, dc := o.reqCtx, o.decode
 	o.dtimer = d.decodeTimer(o)
-	resp, err := d.engine.Send(legCtx, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
+	resp, err := d.engine.Send(o.ctx, req)
 	if err != nil {
 		o.dtimer.stop()
 		return false, d.attemptError(ctx, o, func() *legFault {
@@ -91,7 +99,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	}
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
 	o.decodeResp = resp
-	if !rq.Stream {
+	if !o.stream {
 		o.dtimer.stop()
 		o.decodeOut.Store(true)
 	}
@@ -102,8 +110,10 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 // sequentialPrefill runs the vLLM prefill leg to its end within --prefill-timeout-secs and
 // returns its checked JSON body (pooled: the caller releases it with putBody), or the
 // attempt's error (a *legFault unless the client or the request timeout ended it). A
-// prefill failure never reaches the decode worker.
-func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest) (*bytes.Buffer, error) {
+// prefill failure never reaches the decode worker. check, when not nil, vets the body
+// before the prefill's success is recorded: its fault (a handoff no decode can use) fails
+// the attempt instead.
+func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func([]byte) *legFault) (*bytes.Buffer, error) {
 	p := o.prefill
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, o.cancel, func() *legFault { return d.prefillTimeoutFault(p, "did not answer") })
 	defer ptimer.stop()
@@ -136,7 +146,16 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest) (*bytes.Bu
 			return &legFault{w: p, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", n))}
 		})
 	}
+	if check != nil {
+		if f := check(buf.Bytes()); f != nil {
+			putBody(buf)
+			return nil, fault(func() *legFault { return f })
+		}
+	}
 	d.record(p, resp.Status, nil)
 	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
+	if u, ok := handoff.PrefillUsage(o.route, buf.Bytes()); ok {
+		o.usage = &u
+	}
 	return buf, nil
 }

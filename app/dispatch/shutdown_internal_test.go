@@ -84,6 +84,6 @@ func TestShutdownErrorIsTheSeedShape(t *testing.T) {
 	WriteError(rec, shutdownError("reading the decode response"))
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "server_shutting_down", rec.Header().Get("X-SMG-Error-Code"))
-	assert.JSONEq(t, `{"error":{"type":"Service Unavailable","code":"server_shutting_down",
+	assert.JSONEq(t, `{"error":{"type":"server_error","code":"server_shutting_down",
 		"message":"the gateway is shutting down (grace period over) reading the decode response","param":null}}`, rec.Body.String())
 }

@@ -31,7 +31,6 @@ const (
 	KindNixlNoParams         = "nixl_prefill_returns_no_kv_transfer_params"
 	KindNixlProbeFailed      = "nixl_probe_failed"
 	KindContextMismatch      = "context_length_mismatch"
-	KindZeroWindow           = "decode_window_zero"
 )
 
 // Severities: an error breaks or silently degrades requests; a warning is a state that may
@@ -216,13 +215,6 @@ func perWorker(ctx context.Context, w worker.Worker, o Options) []Finding {
 			f(KindNixlProbeFailed, SeverityError, fmt.Sprintf("NIXL prefill %s: the probe request failed (%v)", w.ID, oneLine(err)))
 		case !ok:
 			f(KindNixlNoParams, SeverityError, fmt.Sprintf("NIXL prefill %s answered a probe request without kv_transfer_params: decode would recompute every prompt (an outdated vLLM, or a worker started without --kv-transfer-config)", w.ID))
-		}
-	}
-	if w.Role == worker.RoleDecode {
-		if v, ok := w.Labels[wire.LabelMaxRunningRequests]; ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n <= 0 {
-				f(KindZeroWindow, SeverityError, fmt.Sprintf("decode %s reports max_running_requests %d: its admission window admits nothing, so every dispatch to it would wait and shed with 503", w.ID, n))
-			}
 		}
 	}
 	if w.Role == worker.RolePrefill && connector == wire.ConnectorMooncake && strings.TrimSpace(w.KVEngineID) == "" {

@@ -16,7 +16,8 @@ import (
 )
 
 // ProbeFunc probes one worker and returns nil when it is healthy. The default is Probe over
-// HTTP; SetProber swaps it (e.g. for a future gRPC health RPC).
+// HTTP, and the runtime's HealthCheck RPC for grpc:// workers once SetGRPC installed a
+// client; SetProber swaps it.
 type ProbeFunc func(ctx context.Context, w *worker.Live) error
 
 // Checker probes every registered worker on its own schedule: at once when the worker is
@@ -45,6 +46,7 @@ type Checker struct {
 	wg      sync.WaitGroup
 
 	hold atomic.Pointer[func(*worker.Live) bool]
+	grpc atomic.Pointer[grpcBox] // probes grpc:// workers (SetGRPC)
 }
 
 // HoldPending installs a gate that keeps a pending worker pending even after
@@ -76,6 +78,9 @@ func New(store ports.WorkerStore, cfg config.Config, client *http.Client, m port
 		c.log = slog.Default()
 	}
 	c.probe = func(ctx context.Context, w *worker.Live) error {
+		if b := c.grpc.Load(); b != nil && w.Mode == worker.ConnGRPC {
+			return c.probeGRPC(ctx, b.e, w)
+		}
 		return Probe(ctx, c.client, w.Worker, c.cfg.HealthCheckEndpoint, c.timeout(w))
 	}
 	return c
@@ -95,7 +100,11 @@ func (c *Checker) SetProber(p ProbeFunc) {
 // *slog.Logger are used when provided.
 func Module() fx.Option {
 	return fx.Module("health",
-		fx.Provide(func(p params) *Checker { return New(p.Store, p.Config, p.Client, p.Metrics, p.Logger) }),
+		fx.Provide(func(p params) *Checker {
+			c := New(p.Store, p.Config, p.Client, p.Metrics, p.Logger)
+			c.SetGRPC(p.GRPC)
+			return c
+		}),
 		fx.Invoke(func(lc fx.Lifecycle, c *Checker) { lc.Append(fx.StartStopHook(c.Start, c.Stop)) }),
 	)
 }
@@ -107,6 +116,7 @@ type params struct {
 	Client  *http.Client        `optional:"true"`
 	Metrics ports.HealthMetrics `optional:"true"`
 	Logger  *slog.Logger        `optional:"true"`
+	GRPC    ports.GRPCEngines   `optional:"true"`
 }
 
 // Start subscribes to store changes and starts a probe loop for every registered worker. It
@@ -238,7 +248,7 @@ func (c *Checker) apply(w *worker.Live, err error, counters Counters, t Threshol
 		if next != worker.StatusReady {
 			lvl = slog.LevelWarn
 		}
-		attrs := []any{"worker", w.URL, "worker_id", w.ID, "worker_type", string(w.Role), "from", string(cur), "to", string(next)}
+		attrs := []any{"worker", w.DisplayURL(), "worker_id", w.ID, "worker_type", string(w.Role), "from", string(cur), "to", string(next)}
 		if err != nil {
 			attrs = append(attrs, "error", err.Error())
 		}

@@ -21,7 +21,7 @@ var ErrUnsupportedTransport = errors.New("health probe: only http:// and https:/
 // transport failure. The response body is drained (up to 64 KiB) so the connection is reused.
 func Probe(ctx context.Context, client *http.Client, w worker.Worker, endpoint string, timeout time.Duration) error {
 	if w.Mode != "" && w.Mode != worker.ConnHTTP {
-		return fmt.Errorf("%w (worker %s)", ErrUnsupportedTransport, w.URL)
+		return fmt.Errorf("%w (worker %s)", ErrUnsupportedTransport, w.DisplayURL())
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -29,21 +29,22 @@ func Probe(ctx context.Context, client *http.Client, w worker.Worker, endpoint s
 		defer cancel()
 	}
 	url := w.BaseURL() + endpoint
+	shown := worker.RedactURL(url) // the error is logged: no credentials
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("health probe %s: %w", url, err)
+		return fmt.Errorf("health probe %s: %w", shown, err)
 	}
 	if w.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+w.APIKey)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("health probe %s: %w", url, err)
+		return fmt.Errorf("health probe %s: %w", shown, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("health probe %s: status %d", url, resp.StatusCode)
+		return fmt.Errorf("health probe %s: status %d", shown, resp.StatusCode)
 	}
 	return nil
 }

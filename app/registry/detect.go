@@ -158,6 +158,11 @@ func (s *Service) detect(ctx context.Context, w worker.Worker, timeout time.Dura
 // getJSON GETs base+path and decodes a 2xx JSON answer into out (nil = only check the
 // status). It returns an error for transport failures, non-2xx and undecodable bodies.
 func (s *Service) getJSON(ctx context.Context, w worker.Worker, path string, timeout time.Duration, out any) error {
+	release, err := s.probes.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.BaseURL()+path, nil)

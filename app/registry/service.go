@@ -47,8 +47,12 @@ type Service struct {
 	client *http.Client
 	own    bool
 	log    *slog.Logger
+	grpc   ports.GRPCEngines // activates grpc:// workers; nil = they stay pending
 
 	pairing atomic.Pointer[func(worker.Worker) string]
+
+	hosts  hostPolicy // --worker-allowed-hosts and the blocked metadata addresses
+	probes probeSlots // --registration-probe-concurrency
 
 	mu     sync.Mutex // serializes registry changes to the store
 	jobs   map[string]context.CancelFunc
@@ -62,8 +66,12 @@ type Service struct {
 // Background work (activation probes, drains) runs until Close.
 func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger *slog.Logger) *Service {
 	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{}}
+	s.hosts = newHostPolicy(cfg.WorkerAllowedHosts, nil)
+	s.probes = make(probeSlots, max(cfg.RegistrationProbes, 1))
 	if s.client == nil {
-		s.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		s.hosts.guardDialer(tr) // a host name that now resolves to a metadata address is not dialed
+		s.client = &http.Client{Transport: tr}
 		s.own = true
 	}
 	if s.log == nil {
@@ -78,7 +86,7 @@ func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger
 // ports.WorkerStore and config.Config; *http.Client and *slog.Logger are used when provided.
 func Module() fx.Option {
 	return fx.Module("registry",
-		fx.Provide(func(p params) *Service { return New(p.Store, p.Config, p.Client, p.Logger) }),
+		fx.Provide(func(p params) *Service { return New(p.Store, p.Config, p.Client, p.Logger).WithGRPC(p.GRPC) }),
 		fx.Invoke(func(lc fx.Lifecycle, s *Service) {
 			lc.Append(fx.Hook{OnStart: s.RegisterStartup, OnStop: s.Close})
 		}),
@@ -89,8 +97,9 @@ type params struct {
 	fx.In
 	Store  ports.WorkerStore
 	Config config.Config
-	Client *http.Client `optional:"true"`
-	Logger *slog.Logger `optional:"true"`
+	Client *http.Client      `optional:"true"`
+	Logger *slog.Logger      `optional:"true"`
+	GRPC   ports.GRPCEngines `optional:"true"`
 }
 
 // SetPairingKey installs the function that computes a worker's pd_pairing key (the pairing
@@ -117,29 +126,48 @@ func (s *Service) Config() config.Config { return s.cfg }
 
 // Register validates spec, adds the worker to the store as pending and starts its activation
 // in the background; it returns without contacting the worker. Errors are *errs.Error in the
-// worker-API catalogue: 400 BAD_REQUEST (invalid spec, see Spec.Build), 409
-// WORKER_ALREADY_EXISTS (a worker with this URL is registered), 500 INTERNAL_SERVER_ERROR
-// (shutting down, store failure).
+// worker-API catalogue: 400 BAD_REQUEST (invalid spec, see Spec.Build; a host that is, or
+// resolves to, a link-local or cloud metadata address not in --worker-allowed-hosts, or a
+// host that list does not name), 409 WORKER_ALREADY_EXISTS (a worker with this URL is
+// registered), 409 WORKER_LIMIT_REACHED (--max-workers are registered), 500
+// INTERNAL_SERVER_ERROR (shutting down, store failure).
 //
 // Activation: an HTTP worker is probed (GET --health-check-endpoint) with growing pauses
 // until it answers 2xx, then its runtime, models and metadata labels are detected and it is
 // stored again as ready. A worker that never answers stays pending and is left to the health
 // checker (which fails it after 10×failure_threshold probes). Workers with health checks
-// disabled are made ready without a probe. grpc:// and ipc:// workers cannot be probed here
-// and stay pending.
-func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
+// disabled are made ready without a probe. A grpc:// worker is activated the same way
+// through its engine's GetServerInfo/GetModelInfo and HealthCheck RPCs when a gRPC client
+// is installed (WithGRPC); a gRPC prefill or decode registered with runtime trtllm or mlx is
+// refused with 400 BAD_REQUEST. ipc:// workers (and gRPC ones without a client) cannot be
+// probed here and stay pending.
+func (s *Service) Register(ctx context.Context, spec Spec) (Accepted, error) {
+	return s.register(ctx, spec, true)
+}
+
+// register is Register; resolve false checks only literal addresses against the host policy
+// (startup workers: the operator's own flags, whose DNS look-ups must not hold up start-up;
+// the registry's client still refuses a blocked address when it dials).
+func (s *Service) register(ctx context.Context, spec Spec, resolve bool) (Accepted, error) {
 	w, err := spec.Build()
 	if err != nil {
 		return Accepted{}, err
 	}
+	if err := refusePD(w); err != nil {
+		return Accepted{}, err
+	}
+	if err := s.hosts.check(ctx, w, resolve); err != nil {
+		return Accepted{}, err
+	}
 	w.ID = uuid.NewString()
-	if w.Mode != worker.ConnHTTP && w.Runtime == worker.RuntimeUnspecified {
-		w.Runtime = worker.RuntimeSGLang // no detection without HTTP (smg-spec.md §3.2 step 6)
+	activatable := w.Mode == worker.ConnHTTP || (w.Mode == worker.ConnGRPC && s.grpc != nil)
+	if !activatable && w.Runtime == worker.RuntimeUnspecified {
+		w.Runtime = worker.RuntimeSGLang // no detection (smg-spec.md §3.2 step 6)
 	}
 	healthOff := s.cfg.DisableHealthCheck || w.Health.Disable
 	l := worker.NewLive(w, worker.StatusPending)
-	if !healthOff && w.Mode != worker.ConnHTTP {
-		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.URL, "worker_type", string(w.Role))
+	if !healthOff && !activatable {
+		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.DisplayURL(), "worker_type", string(w.Role))
 	}
 
 	s.mu.Lock()
@@ -148,9 +176,12 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Worker registry is shutting down")
 	}
 	if old, err := s.store.GetByURL(w.URL); err == nil {
-		return Accepted{}, alreadyExists(w.URL, old.ID)
+		return Accepted{}, alreadyExists(w.DisplayURL(), old.ID)
 	}
-	if w.Mode != worker.ConnHTTP && healthOff {
+	if err := s.checkCap(); err != nil {
+		return Accepted{}, err
+	}
+	if !activatable && healthOff {
 		l.SetStatus(worker.StatusReady)
 	}
 	if err := s.store.Add(l); err != nil {
@@ -160,11 +191,11 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 			if old != nil {
 				id = old.ID
 			}
-			return Accepted{}, alreadyExists(w.URL, id)
+			return Accepted{}, alreadyExists(w.DisplayURL(), id)
 		}
-		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Failed to register worker %s: %v", w.URL, err)
+		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Failed to register worker %s: %v", w.DisplayURL(), err)
 	}
-	if w.Mode == worker.ConnHTTP {
+	if activatable {
 		ctx, cancel := context.WithCancel(s.ctx)
 		s.jobs[w.ID] = cancel
 		s.wg.Add(1)
@@ -173,9 +204,9 @@ func (s *Service) Register(_ context.Context, spec Spec) (Accepted, error) {
 			s.activate(ctx, l, healthOff)
 		}()
 	}
-	s.log.Info("worker registered", "worker", w.URL, "worker_id", w.ID, "worker_type", string(w.Role),
+	s.log.Info("worker registered", "worker", w.DisplayURL(), "worker_id", w.ID, "worker_type", string(w.Role),
 		"runtime_type", string(w.Runtime), "kv_connector", w.KVConnector)
-	return Accepted{WorkerID: w.ID, URL: w.URL, Location: "/workers/" + w.ID}, nil
+	return Accepted{WorkerID: w.ID, URL: w.DisplayURL(), Location: "/workers/" + w.ID}, nil
 }
 
 func alreadyExists(url, id string) *errs.Error {
@@ -198,6 +229,10 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	if l.Mode == worker.ConnGRPC {
+		s.activateGRPC(ctx, l, healthOff, timeout)
+		return
+	}
 	maxPause := min(max(s.cfg.HealthCheckInterval, 10*time.Millisecond), 5*time.Second)
 	pause := min(50*time.Millisecond, maxPause)
 	warned := false
@@ -205,7 +240,12 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 		if !s.current(l) {
 			return
 		}
-		err := health.Probe(ctx, s.client, l.Worker, s.cfg.HealthCheckEndpoint, timeout)
+		release, err := s.probes.acquire(ctx)
+		if err != nil {
+			return
+		}
+		err = health.Probe(ctx, s.client, l.Worker, s.cfg.HealthCheckEndpoint, timeout)
+		release()
 		if err == nil {
 			break
 		}
@@ -214,7 +254,7 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 		}
 		if !warned {
 			s.log.Warn("worker not answering yet; it stays pending and will be probed again",
-				"worker", l.URL, "worker_id", l.ID, "error", err.Error())
+				"worker", l.DisplayURL(), "worker_id", l.ID, "error", err.Error())
 			warned = true
 		}
 		select {
@@ -229,17 +269,24 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 	if ctx.Err() != nil {
 		return
 	}
+	s.swapIn(l, detected, false)
+}
+
+// swapIn stores detected as the ready worker in place of l, unless l was removed or failed
+// meanwhile. engineIDRead marks detected.KVEngineID as just read from the engine.
+func (s *Service) swapIn(l *worker.Live, detected worker.Worker, engineIDRead bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.current(l) {
 		return
 	}
 	nl := worker.NewLive(detected, worker.StatusReady)
+	nl.SetEngineIDConfirmed(engineIDRead)
 	if err := s.store.Replace(l, nl); err != nil {
-		s.log.Error("swapping in the detected worker failed", "worker", l.URL, "worker_id", l.ID, "error", err.Error())
+		s.log.Error("swapping in the detected worker failed", "worker", l.DisplayURL(), "worker_id", l.ID, "error", err.Error())
 		return
 	}
-	s.log.Info("worker ready", "worker", nl.URL, "worker_id", nl.ID, "worker_type", string(nl.Role),
+	s.log.Info("worker ready", "worker", nl.DisplayURL(), "worker_id", nl.ID, "worker_type", string(nl.Role),
 		"runtime_type", string(nl.Runtime), "models", nl.Models)
 }
 
@@ -311,11 +358,12 @@ func (s *Service) Remove(_ context.Context, id string) error {
 		if _, err := s.store.Remove(id); err != nil {
 			return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
 		}
-		s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
+		s.forget(l)
+		s.log.Info("worker removed", "worker", l.DisplayURL(), "worker_id", id)
 		return nil
 	}
 	s.store.SetStatus(l, worker.StatusDraining)
-	s.log.Info("worker draining", "worker", l.URL, "worker_id", id, "drain_settle", settle.String())
+	s.log.Info("worker draining", "worker", l.DisplayURL(), "worker_id", id, "drain_settle", settle.String())
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -329,7 +377,8 @@ func (s *Service) Remove(_ context.Context, id string) error {
 		defer s.mu.Unlock()
 		if cur, err := s.store.Get(id); err == nil && cur == l {
 			_, _ = s.store.Remove(id)
-			s.log.Info("worker removed", "worker", l.URL, "worker_id", id)
+			s.forget(l)
+			s.log.Info("worker removed", "worker", l.DisplayURL(), "worker_id", id)
 		}
 	}()
 	return nil
@@ -357,19 +406,19 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 	}
 	var problems []error
 	for _, e := range list {
-		_, err := s.Register(ctx, e.spec)
+		_, err := s.register(ctx, e.spec, false)
 		if err == nil {
 			continue
 		}
 		if ee, ok := errs.As(err); ok && ee.Code == wire.CodeWorkerAlreadyExists {
-			s.log.Warn("startup worker listed twice; registered once", "flag", e.flag, "worker", e.spec.URL)
+			s.log.Warn("startup worker listed twice; registered once", "flag", e.flag, "worker", worker.RedactURL(e.spec.URL))
 			continue
 		}
 		msg := err.Error()
 		if ee, ok := errs.As(err); ok {
 			msg = ee.Message
 		}
-		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, e.spec.URL, msg))
+		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, worker.RedactURL(e.spec.URL), msg))
 	}
 	return errors.Join(problems...)
 }

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -437,4 +438,76 @@ func TestModuleRegistersStartupWorkersOnStart(t *testing.T) {
 	require.Len(t, store.List(), 1, "startup workers are in the store when start returns")
 	require.Eventually(t, func() bool { return store.List()[0].Healthy() }, waitFor, tick)
 	app.RequireStop()
+}
+
+func TestRegistrationLimits(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.MaxWorkers = 2
+	s, _ := newService(t, cfg)
+	for _, u := range []string{"http://169.254.169.254", "http://[fd00:ec2::254]:80", "http://[fe80::1%25eth0]:8000"} {
+		_, err := s.Register(context.Background(), registry.Spec{URL: u})
+		e, ok := errs.As(err)
+		require.True(t, ok, "%s: %v", u, err)
+		assert.Equal(t, http.StatusBadRequest, e.Status, u)
+		assert.Equal(t, "BAD_REQUEST", e.Code, u)
+	}
+	_, err := s.Register(context.Background(), registry.Spec{URL: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	_, err = s.Register(context.Background(), registry.Spec{URL: "http://127.0.0.1:2"})
+	require.NoError(t, err)
+	_, err = s.Register(context.Background(), registry.Spec{URL: "http://127.0.0.1:3"})
+	e, ok := errs.As(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, http.StatusConflict, e.Status)
+	assert.Equal(t, registry.CodeWorkerLimitReached, e.Code)
+}
+
+func TestRegistrationProbesAreBounded(t *testing.T) {
+	t.Parallel()
+	var inFlight, peak, total atomic.Int64
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		total.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(release)
+	cfg := testConfig()
+	cfg.RegistrationProbes = 3
+	cfg.HealthCheckTimeout = 5 * time.Second
+	s, _ := newService(t, cfg)
+	for i := 0; i < 20; i++ { // 20 workers on one engine: distinct URLs by DP suffix
+		_, err := s.Register(context.Background(), registry.Spec{URL: fmt.Sprintf("%s@%d", srv.URL, i)})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return inFlight.Load() == 3 }, waitFor, tick, "probes never filled the slots")
+	time.Sleep(100 * time.Millisecond) // give any unbounded prober time to show up
+	assert.EqualValues(t, 3, peak.Load(), "probes in flight at once")
+}
+
+func TestStartupWorkersOnMetadataAddressesFailStartup(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.PDDisaggregation = true
+	cfg.Prefill = []config.PrefillSpec{{URL: "http://169.254.169.254:8000"}}
+	s, _ := newService(t, cfg)
+	err := s.RegisterStartup(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--prefill")
+	assert.Contains(t, err.Error(), "--worker-allowed-hosts")
 }

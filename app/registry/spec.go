@@ -145,7 +145,7 @@ func (s Spec) Build() (worker.Worker, error) {
 	}
 	w.Role = role
 	if mode == worker.ConnZMQ && role != worker.RoleRegular {
-		return w, badRequest("ZMQ worker %s cannot serve worker type %s: the direct-ZMQ backend carries no KV-transfer metadata and has no encode path, so encode/prefill/decode disaggregation requires a gRPC worker", w.URL, role)
+		return w, badRequest("ZMQ worker %s cannot serve worker type %s: the direct-ZMQ backend carries no KV-transfer metadata and has no encode path, so encode/prefill/decode disaggregation requires a gRPC worker", w.DisplayURL(), role)
 	}
 	switch s.ConnectionMode {
 	case "", string(worker.ConnHTTP), string(worker.ConnGRPC), string(worker.ConnZMQ):

@@ -47,22 +47,29 @@ func newCommand() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	cfg.Engine, cfg.Role = "", ""
 	var itlMS, itlPerRunningMS float64
+	var transport string
+	var g grpcFlags
 	cmd := &cobra.Command{
-		Use:   "smg-sim --engine sglang|vllm --role prefill|decode [flags]",
+		Use:   "smg-sim --engine sglang|vllm|tokenspeed [--transport http|grpc] --role prefill|decode|encode [flags]",
 		Short: "Simulated SGLang / vLLM prefill or decode engine that checks the PD KV handoff",
 		Long: `smg-sim serves one engine instance on loopback and checks the PD handoff for real:
 SGLang bootstrap rooms (a prefill runs a bootstrap server; a decode claims its room at
 bootstrap_host:bootstrap_port), vLLM NIXL kv_transfer_params (a decode pulls the blocks
 from remote_host:remote_port) and vLLM Mooncake transfers (a decode fetches transfer_id from
-remote_bootstrap_addr). Counters: GET /sim/stats, POST /sim/reset.
+remote_bootstrap_addr) and vLLM MoRI-IO (--kv-connector moriio --moriio-mode read|write:
+a READ decode pulls from the prefill's handshake port, a WRITE prefill pushes to the
+decode's notify port; a WRITE decode aborted before write_done keeps its blocks, counted in
+leaked_blocks). Counters: GET /sim/stats, POST /sim/reset.
 
 Per-request faults: body field sim_fault, "<prefill|decode|any>:<kind>[:<arg>]" or a list.
 Fault kinds: status:<code>, reset, hang, die-after:<tokens>, malformed,
-slow-first-byte:<ms>, delay-body:<ms>, no-kv-params.
+slow-first-byte:<ms>, delay-body:<ms>, no-kv-params, and for a MoRI-IO prefill
+handoff-missing-field, handoff-wrong-transfer-id, handoff-wrong-ports.
 
 When ready it prints one line:
   smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID
-(bootstrap=0 when the role has no bootstrap server). SIGINT/SIGTERM stop it cleanly.`,
+(bootstrap=0 when the role has no bootstrap server), followed by
+" moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO. SIGINT/SIGTERM stop it cleanly.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,19 +78,34 @@ When ready it prints one line:
 			if cfg.Engine == "" || cfg.Role == "" {
 				return fmt.Errorf("--engine and --role are required")
 			}
+			switch transport {
+			case "grpc":
+				return runGRPC(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
+			case "http":
+			default:
+				return fmt.Errorf("--transport %q: want http or grpc", transport)
+			}
+			if cfg.Engine == "tokenspeed" {
+				return fmt.Errorf("--engine tokenspeed is gRPC-only: add --transport grpc")
+			}
 			return run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Engine, "engine", "", `engine to simulate: "sglang" or "vllm" (required)`)
-	f.StringVar(&cfg.Role, "role", "", `PD role: "prefill" or "decode" (required)`)
+	f.StringVar(&transport, "transport", "http", `"http" (SGLang/vLLM HTTP servers) or "grpc" (the engines' gRPC services; TokenSpeed is gRPC-only)`)
+	g.register(f)
+	f.StringVar(&cfg.Engine, "engine", "", `engine to simulate: "sglang", "vllm" or (gRPC) "tokenspeed" (required)`)
+	f.StringVar(&cfg.Role, "role", "", `PD role: "prefill", "decode" or (gRPC TokenSpeed) "encode" (required)`)
 	f.StringVar(&cfg.Host, "host", cfg.Host, "listen address of every listener")
 	f.IntVar(&cfg.Port, "port", 0, "main HTTP port (0 = pick a free port)")
 	f.StringVar(&cfg.Model, "model", cfg.Model, "served model id (/v1/models; vLLM rejects other model names with 404)")
 	f.StringVar(&cfg.EngineID, "engine-id", "", "KV engine id, vLLM remote_engine_id (default: random UUID)")
 	f.IntVar(&cfg.BootstrapPort, "bootstrap-port", 0,
 		"bootstrap server port of a SGLang prefill or vLLM Mooncake prefill (0 = pick a free port; ignored by other roles)")
-	f.StringVar(&cfg.KVConnector, "kv-connector", cfg.KVConnector, `vLLM KV connector: "nixl" or "mooncake" (ignored for sglang)`)
+	f.StringVar(&cfg.KVConnector, "kv-connector", cfg.KVConnector, `vLLM KV connector: "nixl", "mooncake" or "moriio" (ignored for sglang)`)
+	f.StringVar(&cfg.MoRIIOMode, "moriio-mode", sim.MoRIIOModeWrite, `MoRI-IO mode: "read" or "write" (with --kv-connector moriio)`)
+	f.IntVar(&cfg.MoRIIOHandshakePort, "moriio-handshake-port", 6301, "MoRI-IO handshake_port listener (0 = pick a free port)")
+	f.IntVar(&cfg.MoRIIONotifyPort, "moriio-notify-port", 61005, "MoRI-IO notify_port listener (0 = pick a free port)")
 	f.Float64Var(&cfg.PrefillTokensPerS, "prefill-tokens-per-s", 0,
 		"prefill speed in uncached prompt tokens per second (0 = instant)")
 	f.Float64Var(&itlMS, "itl-ms", 0, "inter-token latency per output token, in milliseconds")
@@ -94,6 +116,7 @@ When ready it prints one line:
 	f.Var(seconds{&cfg.HandoffTimeout}, "handoff-timeout",
 		"how long a leg waits for its peer and unconsumed KV is kept (duration like 300ms/30s, or seconds; SGLang's own is 300s)")
 	f.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens; longer prompts get the engine's 400")
+	f.BoolVar(&cfg.PrefixCache, "prefix-cache", false, "a prefill reports an exact repeat of a prompt as cached (all but its last token)")
 	f.IntVar(&cfg.MaxRunningRequests, "max-running-requests", cfg.MaxRunningRequests,
 		"max_running_requests reported by SGLang /get_server_info and /server_info, in requests")
 	f.StringArrayVar(&cfg.Faults, "fault", nil,
@@ -115,7 +138,11 @@ func run(parent context.Context, cfg sim.Config, w io.Writer) error {
 		return err
 	}
 	c := srv.Config()
-	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d engine_id=%s\n", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+	line := fmt.Sprintf("smg-sim %s %s listening on %s bootstrap=%d engine_id=%s", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+	if hs, nt := srv.MoRIIOPorts(); hs != 0 {
+		line += fmt.Sprintf(" moriio_handshake=%d moriio_notify=%d", hs, nt)
+	}
+	fmt.Fprintln(w, line)
 	<-ctx.Done()
 	return srv.Close()
 }

@@ -12,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
 )
 
 // lockedBuffer is a bytes.Buffer safe for one writer and one poller.
@@ -73,6 +77,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "lmcache"}, `sim: kv connector "lmcache"`},
 		{[]string{"--engine", "vllm", "--role", "decode", "--fault", "status"}, `needs an argument`},
 		{[]string{"--engine", "vllm", "--role", "decode", "--handoff-timeout", "soon"}, "want a duration"},
+		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "moriio", "--moriio-mode", "push"}, `sim: moriio mode "push"`},
+		{[]string{"--engine", "vllm", "--role", "decode", "--kv-connector", "moriio", "--moriio-notify-port", "70000"}, "out of range"},
 	}
 	for _, tc := range cases {
 		cmd := newCommand()
@@ -94,7 +100,82 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	require.NoError(t, cmd.Execute())
 	for _, f := range []string{"--engine", "--role", "--host", "--port", "--model", "--engine-id", "--bootstrap-port",
 		"--kv-connector", "--prefill-tokens-per-s", "--itl-ms", "--itl-per-running-ms", "--max-running",
-		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max"} {
+		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max",
+		"--moriio-mode", "--moriio-handshake-port", "--moriio-notify-port", "handoff-wrong-transfer-id", "leaked_blocks"} {
 		assert.Contains(t, out.String(), f)
+	}
+}
+
+var grpcReadyLine = regexp.MustCompile(`^smg-sim vllm decode listening on grpc://(127\.0\.0\.1:\d+) bootstrap=0 stats=(http://127\.0\.0\.1:\d+) engine_id=g-1\n$`)
+
+func TestRunGRPCServesTheEngineServiceAndStats(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--transport", "grpc", "--engine", "vllm", "--role", "decode", "--engine-id", "g-1",
+		"--kv-connector", "MultiConnector", "--multi-children", "NixlConnector,LMCacheConnectorV1", "--pairing-protocol", "p"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := grpcReadyLine.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "ready line: %q", out.String())
+	resp, err := http.Get(m[2] + "/sim/stats")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cc, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	info, err := vllmpb.NewVllmEngineClient(cc).GetServerInfo(ctx, &vllmpb.GetServerInfoRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "NixlConnector", info.GetKvConnector(), "one NIXL child: reported reduced")
+	assert.Equal(t, "p", info.GetPairingProtocol())
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("smg-sim did not stop")
+	}
+}
+
+func TestTokenSpeedNeedsGRPC(t *testing.T) {
+	cmd := newCommand()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--engine", "tokenspeed", "--role", "decode"})
+	assert.ErrorContains(t, cmd.Execute(), "gRPC-only")
+}
+
+var moriioReadyLine = regexp.MustCompile(`^smg-sim vllm decode listening on http://127\.0\.0\.1:\d+ bootstrap=0 engine_id=e-2 moriio_handshake=([1-9]\d*) moriio_notify=([1-9]\d*)\n$`)
+
+// The MoRI-IO flags: --kv-connector moriio with a mode and its two side-channel ports.
+func TestRunMoRIIOPrintsItsSideChannel(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--engine", "vllm", "--role", "decode", "--engine-id", "e-2", "--kv-connector", "moriio",
+		"--moriio-mode", "read", "--moriio-handshake-port", "0", "--moriio-notify-port", "0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := moriioReadyLine.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "ready line: %q", out.String())
+	assert.NotEqual(t, m[1], m[2])
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
 	}
 }

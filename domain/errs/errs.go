@@ -65,21 +65,23 @@ func BadRequest(format string, args ...any) *Error {
 	return New(400, wire.CodeInvalidRequest, format, args...)
 }
 
-// ReasonPhrase returns the canonical HTTP reason phrase of status, used as the error body's
-// "type" (smg-spec.md §6.1). Unknown statuses give "Unknown Status Code".
-func ReasonPhrase(status int) string {
-	if s, ok := phrases[status]; ok {
-		return s
+// Type is the error body's "type" for status, in OpenAI's vocabulary so OpenAI clients and
+// SDKs read it as they read OpenAI's own errors: authentication_error (401),
+// permission_error (403), rate_limit_error (429), server_error (5xx except 501), and
+// invalid_request_error for every other status (the request's own fault, or a feature PD
+// does not serve: 501).
+func Type(status int) string {
+	switch {
+	case status == 401:
+		return "authentication_error"
+	case status == 403:
+		return "permission_error"
+	case status == 429:
+		return "rate_limit_error"
+	case status >= 500 && status != 501:
+		return "server_error"
 	}
-	return "Unknown Status Code"
-}
-
-var phrases = map[int]string{
-	400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-	405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Payload Too Large",
-	415: "Unsupported Media Type", 422: "Unprocessable Entity", 429: "Too Many Requests",
-	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
-	503: "Service Unavailable", 504: "Gateway Timeout",
+	return "invalid_request_error"
 }
 
 // ErrUnresponsive marks a leg outcome whose worker did not answer in time: the gateway's

@@ -1,10 +1,10 @@
 package handoff
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -84,10 +84,10 @@ type Connector interface {
 // bootstrap port (8998 when none) and effective KV engine id; anything else or none →
 // passthrough. newUUID mints the UUIDv7 text behind Mooncake transfer ids ("xfer-<uuid>").
 //
-// Errors: MoRIIOConnector is refused with *errs.Error 501 moriio_connector_unsupported
-// (issue #5: MoRI-IO is a later issue; a MoRI-IO decode engine never recomputes, so guessing
-// would hang or corrupt it). A Mooncake worker with an engine id but a nil newUUID is a
-// programming error, reported as a plain error.
+// Errors: a MoRIIOConnector worker is ErrMoRIIOPath (a MoRI-IO pair takes CheckMoRIIOPair
+// and PlanMoRIIO instead: its decode engine never recomputes, so no Connector fallback may
+// apply). A Mooncake worker with an engine id but a nil newUUID is a programming error,
+// reported as a plain error.
 func ConnectorFor(w worker.Worker, newUUID func() string) (Connector, error) {
 	switch connectorName(w) {
 	case wire.ConnectorNixl:
@@ -103,27 +103,24 @@ func ConnectorFor(w worker.Worker, newUUID func() string) (Connector, error) {
 		}
 		return m, nil
 	case wire.ConnectorMoRIIO:
-		return nil, moriioRefusal("prefill", w.URL)
+		return nil, ErrMoRIIOPath
 	}
 	return Passthrough{}, nil
 }
 
-// ConnectorForPair is ConnectorFor on the prefill worker that also refuses a pair whose
-// decode worker is a MoRIIOConnector worker (the seed takes the MoRI-IO path whenever the
-// decode is one).
+// ConnectorForPair is ConnectorFor on the prefill worker that also returns ErrMoRIIOPath
+// when the decode worker is a MoRIIOConnector worker (the seed takes the MoRI-IO path
+// whenever the decode is one).
 func ConnectorForPair(prefill, decode worker.Worker, newUUID func() string) (Connector, error) {
-	if connectorName(decode) == wire.ConnectorMoRIIO {
-		return nil, moriioRefusal("decode", decode.URL)
+	if IsMoRIIO(decode) {
+		return nil, ErrMoRIIOPath
 	}
 	return ConnectorFor(prefill, newUUID)
 }
 
-func moriioRefusal(leg, url string) *errs.Error {
-	return &errs.Error{
-		Status: 501, Code: wire.CodeMoRIIOConnectorUnsupported, Leg: leg,
-		Message: fmt.Sprintf("The %s worker %s uses %s, which this gateway does not support yet over HTTP PD; register it with another kv_connector or remove it from the pool.", leg, url, wire.ConnectorMoRIIO),
-	}
-}
+// ErrMoRIIOPath is returned by ConnectorFor and ConnectorForPair for a MoRI-IO leg: such a
+// pair must be dispatched through CheckMoRIIOPair and PlanMoRIIO.
+var ErrMoRIIOPath = errors.New("handoff: a MoRIIOConnector pair takes the MoRI-IO path, not a Connector")
 
 func connectorName(w worker.Worker) string {
 	if w.KVConnector != "" {

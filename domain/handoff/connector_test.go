@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -53,7 +52,7 @@ func TestConnectorFor(t *testing.T) {
 	}
 }
 
-func TestConnectorForRefusesMoRIIO(t *testing.T) {
+func TestConnectorForSendsMoRIIOToItsOwnPath(t *testing.T) {
 	t.Parallel()
 	moriio := worker.Worker{URL: "http://p:8000", KVConnector: "MoRIIOConnector"}
 	nixl := worker.Worker{URL: "http://d:8000", KVConnector: "NixlConnector"}
@@ -64,12 +63,7 @@ func TestConnectorForRefusesMoRIIO(t *testing.T) {
 	} {
 		c, err := call()
 		assert.Nil(t, c, name)
-		e, ok := errs.As(err)
-		require.True(t, ok, name)
-		assert.Equal(t, 501, e.Status, name)
-		assert.Equal(t, "moriio_connector_unsupported", e.Code, name)
-		assert.False(t, e.Retryable, name)
-		assert.Contains(t, e.Message, "MoRIIOConnector", name)
+		assert.ErrorIs(t, err, handoff.ErrMoRIIOPath, name)
 	}
 	c, err := handoff.ConnectorForPair(nixl, nixl, nil)
 	require.NoError(t, err)
@@ -178,4 +172,21 @@ func TestOutcomeNames(t *testing.T) {
 		assert.Equal(t, name, o.String())
 	}
 	assert.True(t, handoff.OutcomeMinted.HandedOff())
+}
+
+func TestMooncakeWithoutEngineIDSendsNoPrefillLeg(t *testing.T) {
+	t.Parallel()
+	req, err := handoff.Inspect(handoff.RouteCompletions, []byte(`{"model":"m","prompt":"p","max_tokens":5}`))
+	require.NoError(t, err)
+	plan, err := handoff.PlanSequential(&handoff.Mooncake{Host: "h", Port: 8998, NewUUID: func() string { return "u" }}, req)
+	require.NoError(t, err)
+	assert.True(t, plan.SkipPrefill)
+	assert.Nil(t, plan.Prefill)
+	body, outcome := plan.Decode(nil)
+	assert.Equal(t, handoff.OutcomeRecompute, outcome)
+	assert.JSONEq(t, `{"model":"m","prompt":"p","max_tokens":5}`, string(body))
+
+	plan, err = handoff.PlanSequential(&handoff.Mooncake{Host: "h", Port: 8998, EngineID: "e", NewUUID: func() string { return "u" }}, req)
+	require.NoError(t, err)
+	assert.False(t, plan.SkipPrefill, "with an engine id the prefill leg runs")
 }

@@ -16,6 +16,10 @@
 //   - ConnectorFor picks nixl, mooncake or passthrough from the prefill worker's
 //     kv_connector; PlanSequential builds the one-token prefill leg and, from the prefill's
 //     response, the decode leg with its kv_transfer_params and an explicit Outcome.
+//   - MoRI-IO (seed "MoRI-IO (HTTP)") has no recompute fallback and its own path:
+//     CheckMoRIIORequest and CheckMoRIIOPair refuse what the pair cannot serve before any
+//     leg is contacted; PlanMoRIIO builds the tagged prefill leg (and, under concurrent WRITE,
+//     the decode leg minted up front); ValidateMoRIIOHandoff vets the prefill's handoff.
 //
 // Streams (smg-spec.md §2.8.1, §11.2 T-HTTP-1): DoneScanner finds the line-anchored
 // "data: [DONE]" event in a byte stream; EventSplitter frames SSE events; ErrorEvent builds the

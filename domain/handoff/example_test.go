@@ -38,7 +38,7 @@ func Example_vllm() {
 		worker.Worker{URL: "http://d:8000", KVConnector: "NixlConnector"},
 		func() string { return "uuid-v7" })
 	if err != nil {
-		panic(err) // 501 moriio_connector_unsupported for MoRI-IO pairs
+		panic(err) // ErrMoRIIOPath: MoRI-IO pairs use CheckMoRIIOPair and PlanMoRIIO
 	}
 	plan, _ := handoff.PlanSequential(conn, req)
 	fmt.Println(plan.Mode, plan.SkipPrefill)

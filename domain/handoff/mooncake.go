@@ -29,6 +29,10 @@ type Mooncake struct {
 // Mode returns "mooncake".
 func (*Mooncake) Mode() string { return wire.ModeMooncake }
 
+// Recomputes reports that nothing can be minted (no engine id): the decode recomputes the
+// prompt, so the sequential plan sends no prefill leg.
+func (m *Mooncake) Recomputes() bool { return m.EngineID == "" || m.NewUUID == nil }
+
 // PrefillParams mints a transfer id and returns the three-key tag, or (nil, "") without an
 // engine id.
 func (m *Mooncake) PrefillParams() ([]byte, string) {

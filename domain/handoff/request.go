@@ -63,8 +63,12 @@ func Inspect(route Route, body []byte) (*Request, error) {
 		}
 		r.Stream = v
 	}
-	if raw, ok := o.Get(wire.FieldModel); ok {
-		r.Model, _ = jsonbody.String(raw)
+	if raw, ok := o.Get(wire.FieldModel); ok && !jsonbody.IsNull(raw) {
+		m, ok := jsonbody.String(raw)
+		if !ok {
+			return nil, errs.BadRequest("%q must be a string, got %s", wire.FieldModel, jsonbody.KindOf(raw))
+		}
+		r.Model = m
 	}
 	if raw, ok := o.Get(wire.FieldRequestID); ok {
 		r.RequestID, _ = jsonbody.String(raw)

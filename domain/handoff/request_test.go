@@ -65,7 +65,7 @@ func TestInspect(t *testing.T) {
 		{"generate return_logprob list", handoff.RouteGenerate, `{"text":["a","b"],"return_logprob":[false,true]}`, want{n: 1, batch: 2, logprobs: true}},
 		{"messages ignores n and logprobs", handoff.RouteMessages, `{"model":"m","n":3,"logprobs":true,"stream":true}`, want{n: 1, model: "m", stream: true}},
 		{"responses", handoff.RouteResponses, `{"input":"hi","request_id":"r-1"}`, want{n: 1, requestID: "r-1"}},
-		{"rerank", handoff.RouteRerank, `{"query":"q","documents":["a"],"model":7}`, want{n: 1}},
+		{"rerank", handoff.RouteRerank, `{"query":"q","documents":["a"],"model":"r"}`, want{n: 1, model: "r"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +88,7 @@ func TestInspectRejectsBadBodies(t *testing.T) {
 		{"invalid JSON", `{"model":`, "json_parse_error", "failed to parse request body: invalid JSON at byte 9"},
 		{"array body", `[{"model":"m"}]`, "invalid_request", "request body must be a JSON object"},
 		{"stream not bool", `{"stream":"yes"}`, "invalid_request", `"stream" must be a boolean, got string`},
+		{"model not a string", `{"model":5}`, "invalid_request", `"model" must be a string, got number`},
 		{"n zero", `{"n":0}`, "invalid_request", `"n" must be an integer >= 1, got 0`},
 		{"n fraction", `{"n":1.5}`, "invalid_request", `"n" must be an integer >= 1, got 1.5`},
 	}

@@ -13,8 +13,9 @@ type Plan struct {
 	// Mode is the connector mode, for smg_pd_kv_connector_mode_total (counted once per
 	// dispatch, before the prefill is contacted).
 	Mode string
-	// SkipPrefill is true for n>1: send no prefill leg; Decode(nil) gives the decode body
-	// and OutcomeSkipPrefill.
+	// SkipPrefill is true for n>1 (Decode(nil) gives the decode body and
+	// OutcomeSkipPrefill) and when the connector can hand nothing off (OutcomeRecompute):
+	// send no prefill leg.
 	SkipPrefill bool
 	// TransferID is the minted Mooncake transfer id, "" otherwise (for logs).
 	TransferID string
@@ -23,15 +24,29 @@ type Plan struct {
 
 	conn Connector
 	req  *Request
+	// recompute: the connector can hand nothing off (Mooncake without an engine id), so no
+	// prefill leg is sent.
+	recompute bool
 }
 
+// recomputer is a Connector that may know before the prefill leg that the decode will
+// recompute the prompt whatever the prefill returns (Mooncake without an engine id).
+type recomputer interface{ Recomputes() bool }
+
 // PlanSequential plans the dispatch of req with connector c. For N > 1 the prefill leg is
-// skipped (the handoff is single-consumer, seed "Connector Modes"); otherwise the prefill
-// body is PrefillBody with c's tag. Errors: the *errs.Error of PrefillBody.
+// skipped (the handoff is single-consumer, seed "Connector Modes"), and so it is when the
+// connector can hand nothing off — Mooncake without the prefill's engine id, where the
+// decode recomputes the prompt over HTTP (seed "Mooncake without an engine id"): a
+// one-token prefill leg would only burn prefill compute. Otherwise the prefill body is
+// PrefillBody with c's tag. Errors: the *errs.Error of PrefillBody.
 func PlanSequential(c Connector, req *Request) (*Plan, error) {
 	p := &Plan{Mode: c.Mode(), conn: c, req: req}
 	if req.N > 1 {
 		p.SkipPrefill = true
+		return p, nil
+	}
+	if r, ok := c.(recomputer); ok && r.Recomputes() {
+		p.SkipPrefill, p.recompute = true, true
 		return p, nil
 	}
 	tag, id := c.PrefillParams()
@@ -47,6 +62,9 @@ func PlanSequential(c Connector, req *Request) (*Plan, error) {
 // nil, when SkipPrefill) and the handoff outcome: the original client body plus the
 // connector's kv_transfer_params (DecodeBody).
 func (p *Plan) Decode(prefillResponse []byte) (body []byte, outcome Outcome) {
+	if p.recompute {
+		return DecodeBody(p.req, nil), OutcomeRecompute
+	}
 	if p.SkipPrefill {
 		return DecodeBody(p.req, nil), OutcomeSkipPrefill
 	}

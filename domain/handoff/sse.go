@@ -249,8 +249,8 @@ func ErrorEvent(message, typ, code string) []byte {
 	return append(out, DoneEvent...)
 }
 
-// StreamError is ErrorEvent for a gateway error: its message, its status's reason phrase as
+// StreamError is ErrorEvent for a gateway error: its message, its status's errs.Type as
 // the type, and its code.
 func StreamError(e *errs.Error) []byte {
-	return ErrorEvent(e.Message, errs.ReasonPhrase(e.Status), e.Code)
+	return ErrorEvent(e.Message, errs.Type(e.Status), e.Code)
 }

@@ -154,5 +154,5 @@ func TestErrorEvent(t *testing.T) {
 	assert.True(t, handoff.IsDoneEvent(second))
 
 	se := handoff.StreamError(&errs.Error{Status: 502, Code: "decode_request_failed", Message: "Decode transport error: EOF"})
-	assert.True(t, strings.HasPrefix(string(se), `data: {"error":{"type":"Bad Gateway","code":"decode_request_failed","message":"Decode transport error: EOF","param":null}}`))
+	assert.True(t, strings.HasPrefix(string(se), `data: {"error":{"type":"server_error","code":"decode_request_failed","message":"Decode transport error: EOF","param":null}}`))
 }

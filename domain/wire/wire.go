@@ -80,6 +80,42 @@ const (
 	LabelDPSize             = "dp_size"
 	LabelTPSize             = "tp_size"
 	LabelMoRIIOMode         = "moriio_mode"
+	// MoRI-IO worker labels (seed "MoRI-IO (HTTP)" label table).
+	LabelMoRIIOHost          = "moriio_host"
+	LabelMoRIIOHandshakePort = "moriio_handshake_port"
+	LabelMoRIIONotifyPort    = "moriio_notify_port"
+	LabelMoRIIOWriteDispatch = "moriio_write_dispatch"
+)
+
+// MoRI-IO kv_transfer_params fields and label values (seed "Connector Modes" MoRIIOConnector
+// row, "MoRI-IO (HTTP)"; vLLM MoRIIOConnector).
+const (
+	KVRemoteHandshakePort = "remote_handshake_port"
+	KVRemoteNotifyPort    = "remote_notify_port"
+	KVRemoteDPSize        = "remote_dp_size"
+	KVRemoteDPSizeLocal   = "remote_dp_size_local"
+	KVRemoteDPRank        = "remote_dp_rank"
+	KVRemoteTPSize        = "remote_tp_size"
+	FieldIgnoreEOS        = "ignore_eos"
+	FieldStop             = "stop"
+	FieldStopTokenIDs     = "stop_token_ids"
+	FieldPromptEmbeds     = "prompt_embeds"
+	FieldUseBeamSearch    = "use_beam_search"
+
+	// DefaultMoRIIOHandshakePort and DefaultMoRIIONotifyPort are the engine defaults of
+	// handshake_port and notify_port (seed label table).
+	DefaultMoRIIOHandshakePort = 6301
+	DefaultMoRIIONotifyPort    = 61005
+
+	// MoRIIODispatchSequential and MoRIIODispatchConcurrent are the moriio_write_dispatch
+	// values; sequential is the default.
+	MoRIIODispatchSequential = "sequential"
+	MoRIIODispatchConcurrent = "concurrent"
+
+	// MoRIIOPrefillAddrMarker and MoRIIODecodeAddrMarker are the peer-address markers the
+	// connector reads from a request id before the explicit fields.
+	MoRIIOPrefillAddrMarker = "___prefill_addr_"
+	MoRIIODecodeAddrMarker  = "___decode_addr_"
 )
 
 // HTTP header names.
@@ -92,7 +128,7 @@ const (
 )
 
 // Gateway error codes (seed "Error Codes"; smg-spec.md §6.4). The body shape is
-// {"error":{"type":<reason phrase>,"code":<code>,"message":<text>,"param":null}}.
+// {"error":{"type":<errs.Type: invalid_request_error, server_error, …>,"code":<code>,"message":<text>,"param":null}}.
 const (
 	CodeNoAvailableWorkers     = "no_available_workers"
 	CodeNoCompatiblePDPair     = "no_compatible_pd_pair"
@@ -111,10 +147,17 @@ const (
 	CodeReadResponseFailed     = "read_response_failed"
 	CodePDTransportFailed      = "PD disaggregation request failed" // literal, smg-spec.md §2.6
 	CodeMoRIIORouteUnsupported = "moriio_route_unsupported"
-	// CodeMoRIIOConnectorUnsupported (501) refuses a vLLM pair with a MoRIIOConnector leg
-	// until MoRI-IO lands (issue #5: "refuse such a pair with a clear 501 rather than
-	// guessing"). Not a seed code: the seed's moriio_* codes describe the finished feature.
-	CodeMoRIIOConnectorUnsupported = "moriio_connector_unsupported"
+	// CodeMoRIIOFanoutUnsupported (400): n>1, a batched prompt or prompt_embeds list, or
+	// use_beam_search on a MoRI-IO pair.
+	CodeMoRIIOFanoutUnsupported = "moriio_fanout_unsupported"
+	// CodeMoRIIORequestIDReserved (400): a forwarded X-Request-Id or the body's request_id
+	// carries the connector's peer-address markers.
+	CodeMoRIIORequestIDReserved = "moriio_request_id_reserved"
+	// CodeMoRIIOHandoffInvalid (502): the prefill returned no usable MoRI-IO handoff.
+	CodeMoRIIOHandoffInvalid = "moriio_handoff_invalid"
+	// CodeMoRIIOGRPCPDUnsupported (501): MoRI-IO PD over gRPC (only the HTTP PD router
+	// speaks it).
+	CodeMoRIIOGRPCPDUnsupported = "moriio_grpc_pd_unsupported"
 	// CodeDecodeStreamFailed (in-stream error event, 502) ends a decode stream that broke
 	// after the head was sent (smg-spec.md §6.5 shape).
 	CodeDecodeStreamFailed = "decode_stream_failed"
@@ -140,6 +183,9 @@ const (
 	// (SGLang's KVTransferError; engines.md §2.4). Not seed codes.
 	CodePrefillKVTransferFailed = "prefill_kv_transfer_failed"
 	CodeDecodeKVTransferFailed  = "decode_kv_transfer_failed"
+	// CodeNotFound (404) and CodeMethodNotAllowed (405) answer a request no route matches.
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
 )
 
 // Worker-management API error codes (smg-spec.md §3.2, §3.4, §6.6). These endpoints answer
@@ -149,6 +195,10 @@ const (
 	CodeWorkerNotFound      = "WORKER_NOT_FOUND"
 	CodeWorkerAlreadyExists = "WORKER_ALREADY_EXISTS"
 	CodeWorkerInternalError = "INTERNAL_SERVER_ERROR"
+	// CodeWorkerMethodNotAllowed and CodeWorkerRouteNotFound answer a /workers request no
+	// route matches, in the worker-API shape.
+	CodeWorkerMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeWorkerRouteNotFound    = "NOT_FOUND"
 )
 
 // Prefill/decode pairing names (seed "Prefill/Decode Pairing": "What Is Compared",

@@ -16,6 +16,9 @@ type Live struct {
 	status atomic.Value // Status
 	load   atomic.Int64
 	gate   atomic.Pointer[gateBox]
+
+	engineID  atomic.Pointer[string] // refreshed KV engine id; nil = the registered one
+	confirmed atomic.Bool            // the last engine-id read completed
 }
 
 type gateBox struct{ g Gate }
@@ -70,3 +73,30 @@ func (l *Live) Acquire() (release func()) {
 		}
 	}
 }
+
+// EngineID is the worker's live KV engine id: the last one re-read from the engine
+// (SetEngineID), else the registered Worker.KVEngineID. Mooncake handoffs are minted with
+// it (grpc.md §1.10).
+func (l *Live) EngineID() string {
+	if p := l.engineID.Load(); p != nil {
+		return *p
+	}
+	return l.KVEngineID
+}
+
+// SetEngineID records an engine id read from the engine and marks the read confirmed. It
+// reports whether the id differs from the previous live id.
+func (l *Live) SetEngineID(id string) (changed bool) {
+	old := l.EngineID()
+	l.engineID.Store(&id)
+	l.confirmed.Store(true)
+	return old != id
+}
+
+// EngineIDConfirmed reports whether the last engine-id read completed (grpc.md §1.10: a
+// failed or expired read leaves it unconfirmed, so the next successful probe reads again).
+func (l *Live) EngineIDConfirmed() bool { return l.confirmed.Load() }
+
+// SetEngineIDConfirmed sets the confirmed flag without changing the id (false before a
+// read, true after a read that found no id and kept the previous one).
+func (l *Live) SetEngineIDConfirmed(ok bool) { l.confirmed.Store(ok) }

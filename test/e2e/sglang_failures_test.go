@@ -132,8 +132,8 @@ func assertPrefill500(t *testing.T, r *fleet.Response) {
 	require.Equal(t, http.StatusInternalServerError, r.Status, "%s", r.Body)
 	assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 	e := decodeError(t, r)
-	assert.Equal(t, "Internal Server Error", e.Error.Type)
-	assert.Equal(t, "prefill_internal_error", e.Error.Code)
+	assert.Equal(t, "server_error", e.Error.Type)
+	assert.Equal(t, "prefill_upstream_error", e.Error.Code)
 	assert.Equal(t, e.Error.Code, r.Header.Get(wire.HeaderErrorCode))
 	assert.Contains(t, e.Error.Message, "sim fault: injected status 500")
 }

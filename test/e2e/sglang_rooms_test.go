@@ -175,6 +175,9 @@ func TestSGLangBatchesCarryListsOfThree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := g.Post(t, tc.path, tc.body, nil)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			// The recorders answer without a handoff, so the decode's answer can reach the
+			// client before the prefill leg reached its recorder: wait for it.
+			require.Eventually(t, func() bool { return len(pre.Requests()) == i+1 }, 5*time.Second, 5*time.Millisecond)
 			legs := [][]fleet.Recorded{pre.Requests(), dec.Requests()}
 			var rooms [2][]uint64
 			for k, reqs := range legs {

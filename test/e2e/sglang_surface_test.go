@@ -55,7 +55,7 @@ func TestSGLangUnknownModelIs404(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, r.Status, a.path)
 		assert.Equal(t, wire.CodeModelNotFound, r.Header.Get(wire.HeaderErrorCode), a.path)
 		assert.Equal(t, "application/json", r.Header.Get("Content-Type"), a.path)
-		assert.JSONEq(t, `{"error":{"type":"Not Found","code":"model_not_found",
+		assert.JSONEq(t, `{"error":{"type":"invalid_request_error","code":"model_not_found",
 			"message":"No worker available for model 'no-such-model'","param":null}}`, string(r.Body), a.path)
 	}
 	assert.Zero(t, fleet.SumStats(f.Sims()...).Requests, "no engine contacted")
@@ -89,9 +89,29 @@ func TestSGLangCountTokensAndUnsupportedAPIs(t *testing.T) {
 		assert.Equal(t, http.StatusNotImplemented, r.Status, p)
 		assert.Equal(t, wire.CodeNotSupported, r.Header.Get(wire.HeaderErrorCode), p)
 		e := decodeError(t, r)
-		assert.Equal(t, "Not Implemented", e.Error.Type, p)
+		assert.Equal(t, "invalid_request_error", e.Error.Type, p)
 		assert.Contains(t, e.Error.Message, p+" is not supported in PD mode", p)
 	}
+	for _, rt := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/responses/resp_1"}, {http.MethodDelete, "/v1/responses/resp_1"},
+		{http.MethodPost, "/v1/responses/resp_1/cancel"}, {http.MethodGet, "/v1/responses/resp_1/input_items"},
+	} {
+		req, err := http.NewRequest(rt.method, g.URL+rt.path, nil)
+		require.NoError(t, err)
+		r, err := g.Do(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusNotImplemented, r.Status, rt.path)
+		assert.Equal(t, wire.CodeNotSupported, r.Header.Get(wire.HeaderErrorCode), rt.path)
+		assert.Contains(t, decodeError(t, r).Error.Message, "stored response", rt.path)
+	}
+	r = g.Post(t, "/v1/no-such-route", `{}`, nil)
+	assert.Equal(t, http.StatusNotFound, r.Status)
+	assert.Equal(t, wire.CodeNotFound, r.Header.Get(wire.HeaderErrorCode))
+	assert.Equal(t, "invalid_request_error", decodeError(t, r).Error.Type)
+	r = g.Get(t, "/v1/chat/completions")
+	assert.Equal(t, http.StatusMethodNotAllowed, r.Status)
+	assert.Equal(t, wire.CodeMethodNotAllowed, r.Header.Get(wire.HeaderErrorCode))
+	assert.Equal(t, "POST", r.Header.Get("Allow"))
 	assert.Len(t, pre.Requests(), 1, "unsupported APIs reach no engine")
 	assert.Empty(t, dec.Requests())
 }

@@ -174,6 +174,7 @@ func SumStats(ss ...*sim.Server) sim.Stats {
 		t.Waiting += st.Waiting
 		t.PromptTokens += st.PromptTokens
 		t.GenerationTokens += st.GenerationTokens
+		t.LeakedBlocks += st.LeakedBlocks
 	}
 	return t
 }

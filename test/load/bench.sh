@@ -28,7 +28,7 @@ if [[ "${BENCH_SKIP_MICRO:-}" != "1" ]]; then
 	echo "== micro-benchmarks"
 	$GO test -run '^$' -bench . -benchmem -benchtime 200ms -timeout 5m \
 		./domain/jsonbody ./domain/handoff ./domain/policy ./app/selection ./app/dispatch \
-		./adapters/engine/httpengine
+		./adapters/engine/httpengine ./domain/text
 fi
 
 echo "== load comparison (smg-bench suite)"

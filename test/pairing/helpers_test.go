@@ -143,7 +143,7 @@ func completionText(t *testing.T, r *fleet.Response) string {
 
 // requireNoPair asserts that r is the seed's 503 no_compatible_pd_pair with exactly the
 // message want: status, X-SMG-Error-Code, Content-Type and the exact body
-// {"error":{"type":"Service Unavailable","code":...,"message":...,"param":null}}.
+// {"error":{"type":"server_error","code":...,"message":...,"param":null}}.
 func requireNoPair(t *testing.T, r *fleet.Response, want string) {
 	t.Helper()
 	require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
@@ -151,7 +151,7 @@ func requireNoPair(t *testing.T, r *fleet.Response, want string) {
 	assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 	assert.Empty(t, r.Header.Get(wire.HeaderRetryAfter), "not a shed: no Retry-After")
 	assert.Equal(t, map[string]any{"error": map[string]any{
-		"type":    "Service Unavailable",
+		"type":    "server_error",
 		"code":    "no_compatible_pd_pair",
 		"message": want,
 		"param":   nil,

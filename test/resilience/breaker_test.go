@@ -71,7 +71,7 @@ func TestOpenPrefillBreaker(t *testing.T) {
 	g, pre, dec := f.Gateway, f.Prefills[0], f.Decodes[0]
 	for range 3 {
 		r := g.Post(t, "/generate", generate("prefill fails", 4, false, "prefill:status:503"), nil)
-		requireError(t, r, http.StatusServiceUnavailable, "prefill_unavailable")
+		requireError(t, r, http.StatusServiceUnavailable, "prefill_upstream_error")
 	}
 	waitIdle(t, f.Sims()...)
 	state, _, fail := cb(t, g, pre.URL())

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
@@ -65,7 +66,7 @@ type errorBody struct {
 }
 
 // requireError checks a gateway error answer: status, JSON content type, X-SMG-Error-Code,
-// the exact key set {"error":{"type","code","message","param":null}}, the reason phrase as
+// the exact key set {"error":{"type","code","message","param":null}}, errs.Type as
 // type and the code; it returns the message.
 func requireError(t *testing.T, r *fleet.Response, status int, code string) string {
 	t.Helper()
@@ -84,7 +85,7 @@ func requireError(t *testing.T, r *fleet.Response, status int, code string) stri
 	var e errorBody
 	require.NoError(t, json.Unmarshal(r.Body, &e))
 	assert.Nil(t, e.Error.Param)
-	assert.Equal(t, http.StatusText(status), e.Error.Type)
+	assert.Equal(t, errs.Type(status), e.Error.Type)
 	assert.Equal(t, code, e.Error.Code)
 	return e.Error.Message
 }

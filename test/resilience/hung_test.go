@@ -95,11 +95,12 @@ func TestHungWorkerLeavesRotation(t *testing.T) {
 				r := f.Gateway.Post(t, "/v1/chat/completions", chat(fmt.Sprintf("hung fleet %d", i%3), 4, false), nil)
 				require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
 				assert.Contains(t, string(r.Body), chatText(fmt.Sprintf("hung fleet %d", i%3), 4), "a real handoff")
+				t.Logf("request %d: %v (hung worker hit: %v)", i, r.Elapsed.Round(time.Millisecond), hung.Stats().Requests > before)
 				if hung.Stats().Requests > before {
 					hits++
 					assert.Less(t, r.Elapsed, c.hitLimit, "request %d hit the hung worker: bounded by its deadline", i)
 				} else {
-					assert.Less(t, r.Elapsed, 500*time.Millisecond, "request %d avoided the hung worker: as fast as a healthy fleet", i)
+					assert.Less(t, r.Elapsed, deadline, "request %d avoided the hung worker: no deadline waited out", i)
 				}
 			}
 			assert.LessOrEqual(t, hung.Stats().Requests, int64(3), "at most 3 attempts reached the hung worker")
@@ -161,13 +162,14 @@ func TestMalformedLegFailsFast(t *testing.T) {
 				s := f.Gateway.Stream(t, "/v1/chat/completions", body)
 				elapsed = s.Elapsed
 				require.Equal(t, http.StatusOK, s.Status)
-				streamError(t, s.Events, "Bad Gateway", c.code)
+				streamError(t, s.Events, "server_error", c.code)
 				assert.NotContains(t, string(s.Body), "sim-malformed", "the garbled event is not relayed")
 			} else {
 				r := f.Gateway.Post(t, "/v1/chat/completions", body, nil)
 				elapsed = r.Elapsed
 				requireError(t, r, http.StatusBadGateway, c.code)
 			}
+			t.Logf("%s: answered in %v", c.name, elapsed.Round(time.Millisecond))
 			assert.Less(t, elapsed, time.Second, "never waits for the peer's handoff timeout")
 
 			waitIdle(t, f.Sims()...)
@@ -203,7 +205,7 @@ func TestPoisonedRequestCannotTakeALegDown(t *testing.T) {
 		Gateway: func(g *config.Config) { g.Policy = "round_robin" }})
 	for i := range 20 {
 		r := f.Gateway.Post(t, "/v1/chat/completions", chat(fmt.Sprintf("poison %d", i), 4, false, "prefill:status:500"), nil)
-		requireError(t, r, http.StatusInternalServerError, "prefill_internal_error")
+		requireError(t, r, http.StatusInternalServerError, "prefill_upstream_error")
 		if i%2 == 1 {
 			r := f.Gateway.Post(t, "/v1/chat/completions", chat("healthy", 4, false), nil)
 			require.Equal(t, http.StatusOK, r.Status, "healthy request after poison %d: %s", i, r.Body)

@@ -48,7 +48,7 @@ func TestPrefillRefuses(t *testing.T) {
 }
 
 // A prefill answering 5xx: retried on every attempt, then the client gets the prefill's
-// status with prefill_unavailable; each decode leg (it has arrived: the prefill answers
+// status with prefill_upstream_error; each decode leg (it has arrived: the prefill answers
 // after a short delay) is cancelled while waiting for its room.
 func TestPrefill5xx(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestPrefill5xx(t *testing.T) {
 		f.Reset()
 		r := f.Gateway.Post(t, "/generate", generate("prefill 503", 4, stream, "prefill:slow-first-byte:100", "prefill:status:503"), nil)
 		assert.Less(t, r.Elapsed, bound, "hang guard")
-		msg := requireError(t, r, http.StatusServiceUnavailable, "prefill_unavailable")
+		msg := requireError(t, r, http.StatusServiceUnavailable, "prefill_upstream_error")
 		assert.Contains(t, msg, "Prefill server error (503): sim fault: injected status 503")
 
 		waitIdle(t, f.Sims()...)
@@ -84,7 +84,7 @@ func TestPrefill4xx(t *testing.T) {
 		f.Reset()
 		r := f.Gateway.Post(t, "/generate", generate("prefill 400", 4, stream, "prefill:slow-first-byte:100", "prefill:status:400"), nil)
 		assert.Less(t, r.Elapsed, bound, "hang guard")
-		msg := requireError(t, r, http.StatusBadRequest, "prefill_bad_request")
+		msg := requireError(t, r, http.StatusBadRequest, "prefill_upstream_error")
 		assert.Contains(t, msg, "Prefill server error (400): sim fault: injected status 400")
 
 		waitIdle(t, f.Sims()...)

@@ -49,7 +49,7 @@ func requireShed(t *testing.T, r *fleet.Response, decodeURL string) {
 		}
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &e), "%s", r.Body)
-	assert.Equal(t, "Service Unavailable", e.Error.Type)
+	assert.Equal(t, "server_error", e.Error.Type)
 	assert.Equal(t, wire.CodeOverloadShed, e.Error.Code)
 	assert.Contains(t, e.Error.Message, "Decode worker '"+decodeURL+"' is at capacity")
 	assert.Nil(t, e.Error.Param)

@@ -110,7 +110,7 @@ func testCut(t *testing.T, engine string) {
 		last, errEv := evs[len(evs)-1], evs[len(evs)-2]
 		assert.True(t, last.Done(), "stream %d ends with data: [DONE], got %q", i, last.Data)
 		require.True(t, errEv.IsError(), "stream %d: the event before [DONE] is an error event, got %q", i, errEv.Data)
-		assert.Equal(t, map[string]any{"type": "Service Unavailable", "code": "server_shutting_down",
+		assert.Equal(t, map[string]any{"type": "server_error", "code": "server_shutting_down",
 			"message": "the gateway is shutting down (grace period over) while streaming the decode output", "param": nil},
 			errEv.JSON(t)["error"], "stream %d", i)
 		for _, e := range evs[:len(evs)-2] {
@@ -132,7 +132,7 @@ func testCut(t *testing.T, engine string) {
 			} `json:"error"`
 		}
 		require.NoError(t, json.Unmarshal(p.Body, &body), "%s", p.Body)
-		assert.Equal(t, "Service Unavailable", body.Error.Type)
+		assert.Equal(t, "server_error", body.Error.Type)
 		assert.Equal(t, "server_shutting_down", body.Error.Code)
 		assert.Contains(t, body.Error.Msg, "the gateway is shutting down (grace period over)")
 		assert.Nil(t, body.Error.Param)

@@ -15,6 +15,11 @@ const (
 
 	ConnectorNixl     = "nixl"
 	ConnectorMooncake = "mooncake"
+	ConnectorMoRIIO   = "moriio"
+
+	// MoRIIOModeRead and MoRIIOModeWrite are the MoRI-IO modes ([Config].MoRIIOMode).
+	MoRIIOModeRead  = "read"
+	MoRIIOModeWrite = "write"
 )
 
 // VLLMVersion is what a vLLM instance reports on GET /version; SGLangVersion is the
@@ -44,8 +49,16 @@ type Config struct {
 	// BootstrapPort is the bootstrap listener of a SGLang prefill or a vLLM Mooncake prefill;
 	// 0 picks a free port. Ignored by roles without a bootstrap server.
 	BootstrapPort int
-	// KVConnector is the vLLM connector, "nixl" (default) or "mooncake". Ignored for SGLang.
+	// KVConnector is the vLLM connector, "nixl" (default), "mooncake" or "moriio". Ignored
+	// for SGLang.
 	KVConnector string
+	// MoRIIOMode is the MoRI-IO mode, "read" or "write" (default, as the engine's); used
+	// with KVConnector "moriio".
+	MoRIIOMode string
+	// MoRIIOHandshakePort and MoRIIONotifyPort are the MoRI-IO side-channel listeners
+	// (the engine's handshake_port and notify_port, smg-sim defaults 6301 and 61005); 0
+	// picks a free port. Used with KVConnector "moriio".
+	MoRIIOHandshakePort, MoRIIONotifyPort int
 	// PrefillTokensPerS is the prefill speed in uncached prompt tokens per second; 0 means
 	// instant. Prefill time = uncached tokens / PrefillTokensPerS.
 	PrefillTokensPerS float64
@@ -70,6 +83,10 @@ type Config struct {
 	Faults []string
 	// HangMax bounds the "hang" fault; default 60s.
 	HangMax time.Duration
+	// PrefixCache makes a prefill remember the prompts it computed: a prompt it has seen
+	// before reports all but its last token as cached (usage cached_tokens), like an
+	// engine's radix cache on an exact repeat. Off by default.
+	PrefixCache bool
 }
 
 // DefaultConfig returns a SGLang decode on 127.0.0.1 with a free port and the defaults listed
@@ -128,12 +145,22 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("sim: role %q: want %q or %q", c.Role, RolePrefill, RoleDecode)
 	}
 	switch c.KVConnector {
-	case ConnectorNixl, ConnectorMooncake:
+	case ConnectorNixl, ConnectorMooncake, ConnectorMoRIIO:
 	default:
-		return c, fmt.Errorf("sim: kv connector %q: want %q or %q", c.KVConnector, ConnectorNixl, ConnectorMooncake)
+		return c, fmt.Errorf("sim: kv connector %q: want %q, %q or %q", c.KVConnector, ConnectorNixl, ConnectorMooncake, ConnectorMoRIIO)
 	}
-	if c.Port < 0 || c.Port > 65535 || c.BootstrapPort < 0 || c.BootstrapPort > 65535 {
-		return c, fmt.Errorf("sim: port %d / bootstrap port %d out of range", c.Port, c.BootstrapPort)
+	if c.KVConnector == ConnectorMoRIIO {
+		switch c.MoRIIOMode {
+		case "":
+			c.MoRIIOMode = MoRIIOModeWrite
+		case MoRIIOModeRead, MoRIIOModeWrite:
+		default:
+			return c, fmt.Errorf("sim: moriio mode %q: want %q or %q", c.MoRIIOMode, MoRIIOModeRead, MoRIIOModeWrite)
+		}
+	}
+	if c.Port < 0 || c.Port > 65535 || c.BootstrapPort < 0 || c.BootstrapPort > 65535 ||
+		c.MoRIIOHandshakePort < 0 || c.MoRIIOHandshakePort > 65535 || c.MoRIIONotifyPort < 0 || c.MoRIIONotifyPort > 65535 {
+		return c, fmt.Errorf("sim: port %d / bootstrap port %d / moriio ports %d, %d out of range", c.Port, c.BootstrapPort, c.MoRIIOHandshakePort, c.MoRIIONotifyPort)
 	}
 	if c.PrefillTokensPerS < 0 || c.ITL < 0 || c.ITLPerRunning < 0 || c.MaxRunning < 0 ||
 		c.HandoffTimeout < 0 || c.MaxModelLen < 0 || c.MaxRunningRequests < 0 || c.HangMax < 0 {

@@ -10,6 +10,10 @@
 //   - vLLM Mooncake: a prefill pushes the KV to its bootstrap listener under transfer_id; a
 //     decode fetches it from remote_bootstrap_addr, checking remote_engine_id (engines.md §3.3,
 //     seed "Connector Modes").
+//   - vLLM MoRI-IO: a prefill returns its handoff only at its one-token cap; a READ decode
+//     pulls from the handoff's handshake port, a WRITE prefill pushes to the decode's notify
+//     port, and a WRITE decode aborted before write_done keeps its blocks (leaked_blocks;
+//     seed "MoRI-IO (HTTP)"). See moriio.go.
 //
 // The text a decode generates is a deterministic function of what arrived through the
 // handoff; [HandoffText] and [RecomputeText] let tests tell a real handoff from a local
@@ -21,7 +25,8 @@
 //
 // Counter timing: SGLang and NIXL count handoffs_sent / handoffs_received before the leg
 // answers; a Mooncake prefill answers at once and counts handoffs_sent when the decode's
-// fetch completes (poll Stats in tests).
+// fetch completes, a MoRI-IO WRITE prefill when the decode acknowledged its push (poll
+// Stats, or wait for PendingHandoffs 0, in tests).
 //
 // Use [Start] in tests, or the cmd/smg-sim binary for demos and fleets.
 package sim

@@ -36,6 +36,15 @@ const (
 	FaultDelayBody = "delay-body"
 	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params (and keep no KV).
 	FaultNoKVParams = "no-kv-params"
+	// FaultHandoffMissingField makes a MoRI-IO prefill return its handoff without
+	// remote_block_ids (the KV is still kept or pushed).
+	FaultHandoffMissingField = "handoff-missing-field"
+	// FaultHandoffWrongTransferID makes a MoRI-IO prefill hand off under a transfer_id other
+	// than the one it was given (a foreign handoff: READ keeps, WRITE pushes, under that id).
+	FaultHandoffWrongTransferID = "handoff-wrong-transfer-id"
+	// FaultHandoffWrongPorts makes a MoRI-IO prefill report remote_handshake_port and
+	// remote_notify_port one above its real ports (the KV is still kept or pushed).
+	FaultHandoffWrongPorts = "handoff-wrong-ports"
 )
 
 // Fault is one parsed fault.
@@ -55,7 +64,8 @@ func ParseFault(s string) (Fault, error) {
 	switch kind {
 	case FaultStatus, FaultDieAfter, FaultSlowFirstByte, FaultDelayBody:
 		needArg = true
-	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams:
+	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams,
+		FaultHandoffMissingField, FaultHandoffWrongTransferID, FaultHandoffWrongPorts:
 	default:
 		return f, fmt.Errorf("sim: unknown fault kind %q in %q", kind, s)
 	}
@@ -111,14 +121,16 @@ func parseRequestFaults(raw json.RawMessage, role string, dst []Fault) ([]Fault,
 
 // faultSet is the faults of one request, resolved.
 type faultSet struct {
-	status        int
-	reset, hang   bool
-	malformed     bool
-	noKV          bool
-	dieAfter      int // -1 = none
-	slowFirstByte time.Duration
-	delayBody     time.Duration
-	delayBodySet  bool
+	status      int
+	reset, hang bool
+	malformed   bool
+	noKV        bool
+	// MoRI-IO handoff faults.
+	missingField, wrongTransferID, wrongPorts bool
+	dieAfter                                  int // -1 = none
+	slowFirstByte                             time.Duration
+	delayBody                                 time.Duration
+	delayBodySet                              bool
 }
 
 func resolveFaults(fs []Fault) faultSet {
@@ -137,6 +149,12 @@ func resolveFaults(fs []Fault) faultSet {
 			r.malformed = true
 		case FaultNoKVParams:
 			r.noKV = true
+		case FaultHandoffMissingField:
+			r.missingField = true
+		case FaultHandoffWrongTransferID:
+			r.wrongTransferID = true
+		case FaultHandoffWrongPorts:
+			r.wrongPorts = true
 		case FaultDieAfter:
 			r.dieAfter = f.Arg
 		case FaultSlowFirstByte:

@@ -86,6 +86,9 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 		if res.nixlID != "" {
 			s.nixl.drop(res.nixlID) // the params never reached the client: free the blocks
 		}
+		if res.moriID != "" {
+			s.mori.drop(res.moriID)
+		}
 	}()
 	if j.stream {
 		if e := s.stream(ctx, o, j, res, fs.dieAfter); e != nil {
@@ -113,7 +116,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 		o.fail(errClientGone)
 		return
 	}
-	res.nixlID = "" // delivered: the blocks wait for the decode's pull (or the lease)
+	res.nixlID, res.moriID = "", "" // delivered: the blocks wait for the decode's pull (or the lease)
 }
 
 // applyFaults runs the faults that act before the request is processed. It returns false
@@ -192,10 +195,12 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 	for i := range j.items {
 		j.items[i].seed = localSeed(j.items[i].digest)
 	}
+	s.prefixCache(j)
 	var (
 		tagged     bool
 		transferID string
 		mc         *slot
+		mtag       *moriioTag // a tagged MoRI-IO prefill leg
 	)
 	if s.cfg.Engine == EngineSGLang {
 		ts, e := parseBootstrap(raw, len(j.items))
@@ -214,6 +219,13 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		var e *reqError
 		if s.cfg.Role == RoleDecode {
 			e = s.vllmDecodeHandoff(ctx, j, raw.KVTransferParams)
+		} else if s.cfg.KVConnector == ConnectorMoRIIO {
+			var m map[string]json.RawMessage
+			if m, e = kvParams(raw.KVTransferParams); m != nil && isTrue(m, wire.KVDoRemoteDecode) && len(j.items) == 1 {
+				if t := readMoRIIOTag(m); t.transferID != "" && !fs.noKV {
+					tagged, mtag = true, &t
+				}
+			}
 		} else {
 			tagged, transferID, e = s.vllmPrefillTag(j, raw.KVTransferParams, r)
 			tagged = tagged && !fs.noKV
@@ -251,6 +263,16 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 	}
 	s.c.promptTokens.Add(int64(uncached))
 	switch {
+	case mtag != nil:
+		if ctx.Err() != nil {
+			return s.release, errClientGone
+		}
+		if p := s.moriioPrefill(j, raw, *mtag, fs); p != nil {
+			res.kv, _ = json.Marshal(p)
+			if s.cfg.MoRIIOMode == MoRIIOModeRead {
+				res.moriID = p.TransferID
+			}
+		}
 	case mc != nil:
 		it := &j.items[0]
 		mc.kv <- kvPayload{Digest: it.digest, PromptTokens: len(it.ids), EngineID: s.cfg.EngineID, FirstToken: tokenAt(it.seed, 0)}
@@ -265,4 +287,18 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		res.nixlID = p.RemoteRequestID
 	}
 	return s.release, nil
+}
+
+// prefixCache marks, on a prefill with Config.PrefixCache, an exact repeat of a prompt it
+// computed before as cached but for its last token (engines always recompute that one).
+func (s *Server) prefixCache(j *job) {
+	if !s.cfg.PrefixCache || s.cfg.Role != RolePrefill {
+		return
+	}
+	for i := range j.items {
+		it := &j.items[i]
+		if _, hit := s.seen.LoadOrStore(it.digest, true); hit && len(it.ids) > 1 {
+			it.cached = len(it.ids) - 1
+		}
+	}
 }

@@ -16,6 +16,7 @@ type output struct {
 	finishLen int             // SGLang finish_reason.length (0 on a prefill)
 	kv        json.RawMessage // vLLM kv_transfer_params ("null" when none); nil for SGLang
 	nixlID    string          // NIXL blocks kept for this answer (dropped if the client leaves)
+	moriID    string          // MoRI-IO READ blocks kept for this answer (likewise)
 	id        string
 	created   int64
 	model     string

@@ -48,6 +48,9 @@ type rawReq struct {
 	BootstrapRoom    json.RawMessage `json:"bootstrap_room"`
 	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 	SimFault         json.RawMessage `json:"sim_fault"`
+	IgnoreEOS        bool            `json:"ignore_eos"`
+	Stop             json.RawMessage `json:"stop"`
+	StopTokenIDs     json.RawMessage `json:"stop_token_ids"`
 	Rid              json.RawMessage `json:"rid"`
 }
 

@@ -22,22 +22,29 @@ type Server struct {
 	c      counters
 
 	port, bootPort int
-	url            string
-	idPrefix       string
+	// hsPort and notifyPort are the MoRI-IO side-channel listeners (0 without MoRI-IO).
+	hsPort, notifyPort int
+	url                string
+	idPrefix           string
 
 	mainSrv, bootSrv *http.Server
+	hsSrv, notifySrv *http.Server
 	ctx              context.Context
 	cancel           context.CancelFunc
 	wg               sync.WaitGroup // serve loops and background leases
 
 	rv        *rendezvous
 	nixl      *nixlStore
+	mori      *nixlStore // MoRI-IO READ blocks, keyed by transfer_id
 	slots     chan struct{}
 	transport *http.Transport
 	client    *http.Client
 	seq       atomic.Uint64
+	pushes    atomic.Int64 // MoRI-IO WRITE pushes in flight
 	closeOnce sync.Once
 	closeErr  error
+	// seen holds the digests of prompts computed (Config.PrefixCache).
+	seen sync.Map
 }
 
 func randomID() string { return uuid.NewString() }
@@ -50,7 +57,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, rv: newRendezvous(), nixl: newNixlStore(), idPrefix: cfg.EngineID[:min(8, len(cfg.EngineID))] + "-"}
+	s := &Server{cfg: cfg, rv: newRendezvous(), nixl: newNixlStore(), mori: newNixlStore(), idPrefix: cfg.EngineID[:min(8, len(cfg.EngineID))] + "-"}
 	for _, f := range cfg.Faults {
 		fl, _ := ParseFault(f)
 		s.faults = append(s.faults, fl)
@@ -84,11 +91,32 @@ func Start(cfg Config) (*Server, error) {
 		}
 		s.bootPort = bootLn.Addr().(*net.TCPAddr).Port
 	}
+	var hsLn, notifyLn net.Listener
+	if cfg.Engine == EngineVLLM && cfg.KVConnector == ConnectorMoRIIO {
+		if hsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MoRIIOHandshakePort))); err == nil {
+			if notifyLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MoRIIONotifyPort))); err != nil {
+				_ = hsLn.Close()
+			}
+		}
+		if err != nil {
+			_ = mainLn.Close()
+			if bootLn != nil {
+				_ = bootLn.Close()
+			}
+			return nil, err
+		}
+		s.hsPort, s.notifyPort = hsLn.Addr().(*net.TCPAddr).Port, notifyLn.Addr().(*net.TCPAddr).Port
+	}
 	s.mainSrv = s.newHTTPServer(s.mainMux())
 	s.serve(s.mainSrv, mainLn)
 	if bootLn != nil {
 		s.bootSrv = s.newHTTPServer(s.bootMux())
 		s.serve(s.bootSrv, bootLn)
+	}
+	if hsLn != nil {
+		s.hsSrv, s.notifySrv = s.newHTTPServer(s.moriioMux(false)), s.newHTTPServer(s.moriioMux(true))
+		s.serve(s.hsSrv, hsLn)
+		s.serve(s.notifySrv, notifyLn)
 	}
 	return s, nil
 }
@@ -119,6 +147,9 @@ func (s *Server) Port() int { return s.port }
 // BootstrapPort is the bootstrap listener's port, 0 when the role has none.
 func (s *Server) BootstrapPort() int { return s.bootPort }
 
+// MoRIIOPorts are the MoRI-IO handshake and notify ports, 0 without MoRI-IO.
+func (s *Server) MoRIIOPorts() (handshake, notify int) { return s.hsPort, s.notifyPort }
+
 // EngineID is the KV engine id (vLLM remote_engine_id).
 func (s *Server) EngineID() string { return s.cfg.EngineID }
 
@@ -132,9 +163,11 @@ func (s *Server) Stats() Stats { return s.c.snapshot() }
 // MaxRunningSeen restarts from the current Running.
 func (s *Server) Reset() { s.c.reset() }
 
-// PendingHandoffs is the number of rooms, transfers and NIXL block sets currently held
-// (0 once every handoff has completed or expired).
-func (s *Server) PendingHandoffs() int { return s.rv.size() + s.nixl.size() }
+// PendingHandoffs is the number of rooms, transfers, NIXL and MoRI-IO block sets currently
+// held and MoRI-IO WRITE pushes in flight (0 once every handoff has completed or expired).
+func (s *Server) PendingHandoffs() int {
+	return s.rv.size() + s.nixl.size() + s.mori.size() + int(s.pushes.Load())
+}
 
 // Close stops the listeners, cancels in-flight requests and handoff waits, and returns once
 // every goroutine the server started has exited. It is idempotent.
@@ -143,7 +176,7 @@ func (s *Server) Close() error {
 		s.cancel()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		for _, srv := range []*http.Server{s.mainSrv, s.bootSrv} {
+		for _, srv := range []*http.Server{s.mainSrv, s.bootSrv, s.hsSrv, s.notifySrv} {
 			if srv == nil {
 				continue
 			}
@@ -153,6 +186,7 @@ func (s *Server) Close() error {
 			_ = srv.Close()
 		}
 		s.nixl.close()
+		s.mori.close()
 		s.wg.Wait()
 		s.transport.CloseIdleConnections()
 	})

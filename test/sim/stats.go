@@ -41,11 +41,16 @@ type Stats struct {
 	// generated (also in /metrics).
 	PromptTokens     int64 `json:"prompt_tokens"`
 	GenerationTokens int64 `json:"generation_tokens"`
+	// LeakedBlocks counts the KV blocks a MoRI-IO WRITE decode allocated for a request that
+	// was aborted (or gave up) before the prefill's write_done arrived: vLLM's
+	// MoRIIOConnector keeps them allocated (seed "WRITE dispatch").
+	LeakedBlocks int64 `json:"leaked_blocks"`
 }
 
 type counters struct {
 	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
 	aborted, running, maxRunning, errors, waiting, promptTokens, genTokens     atomic.Int64
+	leakedBlocks                                                               atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -63,6 +68,7 @@ func (c *counters) snapshot() Stats {
 		Waiting:           c.waiting.Load(),
 		PromptTokens:      c.promptTokens.Load(),
 		GenerationTokens:  c.genTokens.Load(),
+		LeakedBlocks:      c.leakedBlocks.Load(),
 	}
 }
 
@@ -70,7 +76,7 @@ func (c *counters) snapshot() Stats {
 // MaxRunningSeen restarts from the current Running.
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
-		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens} {
+		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.leakedBlocks} {
 		a.Store(0)
 	}
 	c.maxRunning.Store(c.running.Load())

@@ -101,6 +101,9 @@ func (s *Server) vllmDecodeHandoff(ctx context.Context, j *job, raw json.RawMess
 	if e != nil {
 		return e
 	}
+	if s.cfg.KVConnector == ConnectorMoRIIO {
+		return s.moriioDecode(ctx, j, m)
+	}
 	var method, target string
 	var body []byte
 	switch {

@@ -73,7 +73,8 @@ func New(o Options) *Client {
 func (c *Client) HTTPClient() *http.Client { return c.hc }
 
 // Send POSTs req.Body to req.Worker.BaseURL()+req.Path and returns when the response head
-// arrives. Content-Type is always application/json. A transport failure (refused, reset,
+// arrives. Content-Type is always application/json; a worker registered with an api_key gets
+// it as `Authorization: Bearer <key>` in place of the client's. A transport failure (refused, reset,
 // timeout before the head, context cancelled) returns a nil response and a *url.Error
 // (`Post "<url>": <cause>`, as http.Client reports it). Redirects are not followed: a 3xx is
 // returned as it is. Cancelling ctx later aborts reading the body, which closes the
@@ -88,6 +89,9 @@ func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResp
 		hr.Header[k] = vs
 	}
 	hr.Header["Content-Type"] = jsonContentType
+	if key := req.Worker.APIKey; key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key) // the worker's own key wins over the client's
+	}
 	hr.ContentLength = int64(len(req.Body))
 	if c.inject != nil {
 		c.inject(ctx, hr.Header)

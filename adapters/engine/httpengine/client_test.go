@@ -124,3 +124,24 @@ func TestSendTransportErrorNamesTheURL(t *testing.T) {
 	assert.Equal(t, "http://"+addr+"/generate", ue.URL)
 	assert.Contains(t, err.Error(), `Post "http://`+addr+`/generate": `)
 }
+
+// A worker registered with an api_key gets it as the Bearer token of every leg, in place of
+// the client's Authorization; a worker without one sees the client's as forwarded.
+func TestSendUsesTheWorkersAPIKey(t *testing.T) {
+	t.Parallel()
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	c := httpengine.New(httpengine.Options{})
+	for _, key := range []string{"worker-secret", ""} {
+		l := worker.NewLive(worker.Worker{URL: srv.URL, APIKey: key}, worker.StatusReady)
+		resp, err := c.Send(context.Background(), ports.LegRequest{Worker: l, Path: "/generate", Body: []byte(`{}`),
+			Header: http.Header{"Authorization": {"Bearer client"}}})
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+	}
+	assert.Equal(t, []string{"Bearer worker-secret", "Bearer client"}, got)
+}

@@ -24,16 +24,17 @@ import (
 const demoModel = "sim-model"
 
 type demoOptions struct {
-	engine   string
-	host     string
-	port     int
-	logLevel string
-	sim      string
+	engine    string
+	host      string
+	port      int
+	logLevel  string
+	sim       string
+	transport string // "http" or "grpc"
 }
 
 // newDemo is `smg demo`: a simulated 2 prefill + 2 decode fleet behind a gateway.
 func newDemo(env Env, stdout io.Writer) *cobra.Command {
-	o := demoOptions{engine: "sglang", host: "127.0.0.1", port: 30000, logLevel: "warn"}
+	o := demoOptions{engine: "sglang", host: "127.0.0.1", port: 30000, logLevel: "warn", transport: "http"}
 	cmd := &cobra.Command{
 		Use:   "demo [flags]",
 		Short: "Run a simulated PD fleet (2 prefill + 2 decode smg-sim workers) behind the gateway",
@@ -43,7 +44,14 @@ SGLang prefills get a bootstrap port; vLLM workers are registered with the NixlC
 No GPU, no Redis, no network. Ctrl-C (or SIGTERM) stops the gateway and every simulator.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.engine != "sglang" && o.engine != "vllm" {
+			switch {
+			case o.transport != "http" && o.transport != "grpc":
+				return usagef("invalid value %q for --transport: expected http or grpc", o.transport)
+			case o.transport == "grpc" && o.engine != "sglang" && o.engine != "vllm" && o.engine != "tokenspeed":
+				return usagef("invalid value %q for --engine: expected sglang, vllm or tokenspeed", o.engine)
+			case o.transport == "http" && o.engine == "tokenspeed":
+				return usagef("--engine tokenspeed is gRPC-only: add --transport grpc")
+			case o.transport == "http" && o.engine != "sglang" && o.engine != "vllm":
 				return usagef("invalid value %q for --engine: expected sglang or vllm", o.engine)
 			}
 			if o.port < 1 || o.port > 65535 {
@@ -53,7 +61,8 @@ No GPU, no Redis, no network. Ctrl-C (or SIGTERM) stops the gateway and every si
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.engine, "engine", o.engine, "simulated engine: sglang or vllm")
+	f.StringVar(&o.engine, "engine", o.engine, "simulated engine: sglang or vllm (gRPC also tokenspeed)")
+	f.StringVar(&o.transport, "transport", o.transport, "how the gateway reaches the simulators: http or grpc (gRPC workers register from their server info)")
 	f.StringVar(&o.host, "host", o.host, "gateway listen address")
 	f.IntVar(&o.port, "port", o.port, "gateway `port`")
 	f.StringVar(&o.logLevel, "log-level", o.logLevel, "gateway log level: debug, info, warn or error")
@@ -66,7 +75,11 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	if err != nil {
 		return &runError{err}
 	}
-	fl, err := startFleet(ctx, bin, o.engine, demoModel)
+	start, register, banner := startFleet, registerFleet, printBanner
+	if o.transport == "grpc" {
+		start, register, banner = startGRPCFleet, registerGRPCFleet, printGRPCBanner
+	}
+	fl, err := start(ctx, bin, o.engine, demoModel)
 	if err != nil {
 		return &runError{fmt.Errorf("demo fleet: %w", err)}
 	}
@@ -98,13 +111,13 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	}()
 
 	base := "http://" + displayHost(o.host) + ":" + strconv.Itoa(srv.Addr().(*net.TCPAddr).Port)
-	if err := registerFleet(ctx, srv.URL(), o.engine, fl); err != nil {
+	if err := register(ctx, srv.URL(), o.engine, fl); err != nil {
 		return &runError{err}
 	}
 	if err := waitHealthy(ctx, srv.URL(), len(fl), 10*time.Second); err != nil {
 		return &runError{err}
 	}
-	printBanner(out, o.engine, base, fl)
+	banner(out, o.engine, base, fl)
 	<-ctx.Done()
 	fmt.Fprintln(out, "\nsmg demo: stopping the gateway and the simulators...")
 	return nil

@@ -39,8 +39,22 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("port")
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis `url` for state shared between gateway replicas (empty: in memory)")
 	add("redis-url")
+	fs.StringVar(&cfg.RedisKeyPrefix, "redis-key-prefix", cfg.RedisKeyPrefix, "prefix of every shared-state key in Redis; two deployments sharing a Redis database need different ones")
+	add("redis-key-prefix")
 	fs.Int64Var(&cfg.MaxPayloadSize, "max-payload-size", cfg.MaxPayloadSize, "largest request body in `bytes`")
 	add("max-payload-size")
+
+	// Edge limits: client bodies, authentication, request ids.
+	fs.Var(&secsValue{d: &cfg.BodyReadTimeout}, "body-read-timeout-secs", "how long a client may take to send a data-plane request body (408 and the connection closed after)")
+	add("body-read-timeout-secs")
+	fs.StringVar(&cfg.AdminAPIKey, "admin-api-key", cfg.AdminAPIKey, "require `Authorization: Bearer <key>` on the worker-management routes (/workers); prefer SMG_ADMIN_API_KEY or --admin-api-key-file")
+	add("admin-api-key")
+	fs.StringVar(&cfg.AdminAPIKeyFile, "admin-api-key-file", cfg.AdminAPIKeyFile, "read the admin API key from this `file`")
+	add("admin-api-key-file")
+	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "require `Authorization: Bearer <key>` on the data-plane routes (health, readiness, liveness and metrics stay open)")
+	add("api-key")
+	fs.StringArrayVar(&cfg.RequestIDHeaders, "request-id-headers", cfg.RequestIDHeaders, "request `header` a client request id is read from (first present wins); the only request-id headers forwarded to workers; repeat for more")
+	add("request-id-headers")
 
 	group = groupPD
 	fs.BoolVar(&cfg.PDDisaggregation, "pd-disaggregation", cfg.PDDisaggregation, "enable prefill/decode disaggregation")
@@ -63,6 +77,20 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("model-path")
 	fs.StringVar(&cfg.TokenizerPath, "tokenizer-path", cfg.TokenizerPath, "gRPC: tokenizer `path` (overrides --model-path for the tokenizer)")
 	add("tokenizer-path")
+	fs.StringVar(&cfg.ChatTemplate, "chat-template", cfg.ChatTemplate, "gRPC: chat template `file` (Jinja2) used instead of the model's")
+	add("chat-template")
+	fs.StringVar(&cfg.ToolCallParser, "tool-call-parser", cfg.ToolCallParser, "gRPC: tool-call `parser` for model output: qwen or llama (default: by model family)")
+	add("tool-call-parser")
+	fs.StringVar(&cfg.ReasoningParser, "reasoning-parser", cfg.ReasoningParser, "gRPC: reasoning `parser` for model output: qwen3, qwen3-thinking or deepseek-r1 (default: by model family)")
+	add("reasoning-parser")
+
+	// Registration limits.
+	fs.StringArrayVar(&cfg.WorkerAllowedHosts, "worker-allowed-hosts", cfg.WorkerAllowedHosts, "worker `host` name, IP or CIDR registrations may use (empty: any host but link-local and cloud metadata addresses, which must be listed here); repeat for more")
+	add("worker-allowed-hosts")
+	fs.IntVar(&cfg.MaxWorkers, "max-workers", cfg.MaxWorkers, "most workers registered at once (0: no cap)")
+	add("max-workers")
+	fs.IntVar(&cfg.RegistrationProbes, "registration-probe-concurrency", cfg.RegistrationProbes, "most outbound registration probes (health, detection) in flight at once")
+	add("registration-probe-concurrency")
 
 	group = groupPolicies
 	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "routing `policy`: random, round_robin, cache_aware, power_of_two, least_load, prefix_hash, consistent_hashing, manual, bucket")

@@ -29,8 +29,9 @@ type simProc struct {
 }
 
 // readyLine matches smg-sim's ready line:
-// "smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID".
-var readyLine = regexp.MustCompile(`listening on (http://\S+) bootstrap=(\d+)`)
+// "smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID"
+// (grpc://HOST:PORT with --transport grpc).
+var readyLine = regexp.MustCompile(`listening on ((?:http|grpc)://\S+) bootstrap=(\d+)`)
 
 // findSim locates the smg-sim binary: explicit path, next to this executable, then PATH.
 func findSim(explicit string) (string, error) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,7 +48,26 @@ func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.C
 			if port, ok, err := portFromEnv(env); err != nil {
 				return err
 			} else if ok {
+				if cmd.Flags().Changed("port") && cfg.Port != port {
+					startupLog(cmd.ErrOrStderr()).Info(portNote(cfg.Port, port))
+				}
 				cfg.Port = port
+			}
+			if raw, ok := env("RUST_LOG"); ok && strings.TrimSpace(raw) != "" {
+				level, applies, err := levelFromRustLog(raw)
+				switch {
+				case err != nil:
+					return err
+				case cmd.Flags().Changed("log-level"):
+					startupLog(cmd.ErrOrStderr()).Info("RUST_LOG is set but --log-level (or SMG_LOG_LEVEL) wins", "rust_log", raw, "log_level", cfg.LogLevel)
+				case !applies:
+					startupLog(cmd.ErrOrStderr()).Info("RUST_LOG names no smg target; --log-level stays", "rust_log", raw, "log_level", cfg.LogLevel)
+				default:
+					cfg.LogLevel = level
+				}
+			}
+			if err := cfg.LoadSecrets(); err != nil {
+				return err
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -121,3 +142,7 @@ type cutError struct{ err error }
 
 func (e *cutError) Error() string { return e.err.Error() }
 func (e *cutError) Unwrap() error { return e.err }
+
+// startupLog writes the few lines the command line itself logs before the gateway's logger
+// exists, as JSON lines like the gateway's.
+func startupLog(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

@@ -148,6 +148,14 @@ func TestEnvironment(t *testing.T) {
 			func(t *testing.T, c config.Config) { assert.Equal(t, 8080, c.Port) }},
 		{"PORT overrides SMG_PORT", nil, map[string]string{"PORT": "8080", "SMG_PORT": "31000"},
 			func(t *testing.T, c config.Config) { assert.Equal(t, 8080, c.Port) }},
+		{"RUST_LOG of the seed's example gives debug", nil, map[string]string{"RUST_LOG": "smg=info,smg::routers=debug"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, "debug", c.LogLevel) }},
+		{"RUST_LOG bare level, trace is debug", nil, map[string]string{"RUST_LOG": "trace"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, "debug", c.LogLevel) }},
+		{"RUST_LOG for other crates changes nothing", nil, map[string]string{"RUST_LOG": "hyper=debug"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, "info", c.LogLevel) }},
+		{"--log-level wins over RUST_LOG", []string{"--log-level", "warn"}, map[string]string{"RUST_LOG": "smg=debug"},
+			func(t *testing.T, c config.Config) { assert.Equal(t, "warn", c.LogLevel) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,6 +200,8 @@ func TestBadValuesGiveOneLineNamingTheFlag(t *testing.T) {
 		{"bad SMG_PREFILL entry", nil, map[string]string{"SMG_PD_DISAGGREGATION": "1", "SMG_PREFILL": "http://p:8000 x"},
 			`invalid value for SMG_PREFILL (--prefill): http://p:8000: "x" is not a bootstrap port (expected 1-65535 or none)`},
 		{"bad PORT", nil, map[string]string{"PORT": "eighty"}, `invalid value "eighty" for PORT (overrides --port): expected a whole number`},
+		{"bad RUST_LOG level", nil, map[string]string{"RUST_LOG": "smg=loud"},
+			`invalid value "smg=loud" for RUST_LOG: "loud" is not a level (error, warn, info, debug, trace, off); or set --log-level`},
 		{"invalid combination from env", nil, map[string]string{"SMG_DECODE_POLICY": "bucket", "SMG_PD_DISAGGREGATION": "true"},
 			"invalid value for --decode-policy: bucket is a prefill-only policy and cannot route the decode leg"},
 	}

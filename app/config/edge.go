@@ -1,0 +1,127 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// maxKeyFileBytes bounds what --admin-api-key-file may hold (a key, not a document).
+const maxKeyFileBytes = 4 << 10
+
+// LoadSecrets reads the files of the *-file secret flags into the config: the admin API key
+// from --admin-api-key-file (surrounding whitespace, such as a trailing newline, removed).
+// Errors are *FlagError naming the flag, never quoting the file's contents. `smg launch`
+// calls it before Validate.
+func (c *Config) LoadSecrets() error {
+	if c.AdminAPIKeyFile == "" {
+		return nil
+	}
+	if c.AdminAPIKey != "" {
+		return bad("--admin-api-key-file", "cannot be combined with --admin-api-key (or SMG_ADMIN_API_KEY): give the key one way")
+	}
+	fi, err := os.Stat(c.AdminAPIKeyFile)
+	if err != nil {
+		return bad("--admin-api-key-file", "cannot read %s: %v", c.AdminAPIKeyFile, errors.Unwrap(err))
+	}
+	if fi.Size() > maxKeyFileBytes {
+		return bad("--admin-api-key-file", "%s holds %d bytes; a key file holds at most %d", c.AdminAPIKeyFile, fi.Size(), maxKeyFileBytes)
+	}
+	b, err := os.ReadFile(c.AdminAPIKeyFile)
+	if err != nil {
+		return bad("--admin-api-key-file", "cannot read %s: %v", c.AdminAPIKeyFile, errors.Unwrap(err))
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return bad("--admin-api-key-file", "%s is empty", c.AdminAPIKeyFile)
+	}
+	c.AdminAPIKey = key
+	return nil
+}
+
+// validateEdge checks the flags that bound what clients and registrations may do: the body
+// read deadline, the API keys, the worker allow-list, the worker cap, the probe
+// concurrency and the request-id headers.
+func (c Config) validateEdge() error {
+	if c.BodyReadTimeout <= 0 {
+		return bad("--body-read-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.BodyReadTimeout))
+	}
+	for _, k := range []struct{ flag, key string }{{"--admin-api-key", c.AdminAPIKey}, {"--api-key", c.APIKey}} {
+		if k.key != "" && (strings.TrimSpace(k.key) != k.key || strings.ContainsAny(k.key, " \t\r\n")) {
+			return bad(k.flag, "must not contain spaces or control characters (it is sent as `Authorization: Bearer <key>`)")
+		}
+	}
+	for _, h := range c.WorkerAllowedHosts {
+		if err := checkHostPattern(h); err != nil {
+			return bad("--worker-allowed-hosts", "%s", err)
+		}
+	}
+	if c.MaxWorkers < 0 {
+		return bad("--max-workers", "must be 0 (no cap) or more (got %d)", c.MaxWorkers)
+	}
+	if c.RegistrationProbes < 1 {
+		return bad("--registration-probe-concurrency", "must be 1 or more (got %d)", c.RegistrationProbes)
+	}
+	if len(c.RequestIDHeaders) == 0 {
+		return bad("--request-id-headers", "needs at least one header name")
+	}
+	for _, h := range c.RequestIDHeaders {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t:") {
+			return bad("--request-id-headers", "%q is not a header name", h)
+		}
+	}
+	return nil
+}
+
+// checkHostPattern accepts a host name, an IP address or a CIDR (10.0.0.0/8, fd00::/8).
+func checkHostPattern(h string) error {
+	if strings.TrimSpace(h) == "" {
+		return errors.New("empty entry (expected a host name, an IP address or a CIDR)")
+	}
+	if strings.Contains(h, "/") {
+		if _, _, err := net.ParseCIDR(h); err != nil {
+			return fmt.Errorf("%q is not a CIDR (e.g. 10.0.0.0/8)", h)
+		}
+		return nil
+	}
+	if strings.ContainsAny(h, " \t:@") && net.ParseIP(h) == nil {
+		return fmt.Errorf("%q is not a host name, IP address or CIDR", h)
+	}
+	return nil
+}
+
+// redisDB checks the database number of a Redis URL the way go-redis's ParseURL reads it
+// (options.go setupTCPConn and setupConnParams, v9): one path segment for redis:// and
+// rediss:// ("/3"), the db query parameter for every scheme; a number from 0 up.
+func redisDB(u *url.URL) error {
+	check := func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("database number %q is not a whole number from 0 up", v)
+		}
+		return nil
+	}
+	if u.Scheme != "unix" {
+		f := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
+		switch len(f) {
+		case 0:
+		case 1:
+			if err := check(f[0]); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("path %q must be /<database number>", u.Path)
+		}
+	}
+	if db := u.Query().Get("db"); db != "" {
+		return check(db)
+	}
+	return nil
+}
+
+// redactURL is u with its password hidden, for error messages.
+func redactURL(u *url.URL) string { return u.Redacted() }

@@ -1,0 +1,83 @@
+package health
+
+import (
+	"context"
+	"time"
+
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+type grpcBox struct{ e ports.GRPCEngines }
+
+// SetGRPC installs the gRPC engine client that probes grpc:// and grpcs:// workers with
+// their runtime's HealthCheck RPC (nil = such workers fail every probe, as before). Call it
+// before Start.
+func (c *Checker) SetGRPC(e ports.GRPCEngines) {
+	if e == nil {
+		c.grpc.Store(nil)
+		return
+	}
+	c.grpc.Store(&grpcBox{e})
+}
+
+// probeGRPC is one gRPC health probe under the same state machine as HTTP: the runtime's
+// HealthCheck bounded by the worker's probe timeout. After a successful probe, a prefill or
+// decode with a kv_connector re-reads its KV engine id before the result is applied (so
+// before it is promoted), depending on the status the worker had when the probe was
+// launched (grpc.md §1.10): failed or not_ready always (the engine may be a new process),
+// pending only without an id yet, ready only while the last read is unconfirmed, draining
+// never.
+func (c *Checker) probeGRPC(ctx context.Context, e ports.GRPCEngines, w *worker.Live) error {
+	launched := w.Status()
+	timeout := c.timeout(w)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	err := e.HealthCheck(pctx, w.Worker)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if refreshWanted(w, launched) {
+		c.refreshEngineID(ctx, e, w, max(timeout, time.Second))
+	}
+	return nil
+}
+
+func refreshWanted(w *worker.Live, launched worker.Status) bool {
+	if w.Mode != worker.ConnGRPC || w.KVConnector == "" ||
+		(w.Role != worker.RolePrefill && w.Role != worker.RoleDecode) {
+		return false
+	}
+	switch launched {
+	case worker.StatusFailed, worker.StatusNotReady:
+		return true
+	case worker.StatusPending:
+		return w.EngineID() == ""
+	case worker.StatusReady:
+		return !w.EngineIDConfirmed()
+	}
+	return false
+}
+
+// refreshEngineID reads the engine id bounded by timeout: a read with an id replaces the
+// live id (logged when it changed) and confirms it; a read without one keeps the previous
+// id and confirms; a failed or expired read keeps it unconfirmed, to be retried on the
+// next probe.
+func (c *Checker) refreshEngineID(ctx context.Context, e ports.GRPCEngines, w *worker.Live, timeout time.Duration) {
+	w.SetEngineIDConfirmed(false)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	id, err := e.EngineID(rctx, w.Worker)
+	switch {
+	case err != nil:
+		c.log.Warn("re-reading the KV engine id failed; retrying on the next probe",
+			"worker", w.URL, "worker_id", w.ID, "error", err.Error())
+	case id == "":
+		w.SetEngineIDConfirmed(true)
+	default:
+		old := w.EngineID()
+		if w.SetEngineID(id) {
+			c.log.Info("KV engine id changed", "worker", w.URL, "worker_id", w.ID, "from", old, "to", id)
+		}
+	}
+}

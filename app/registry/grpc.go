@@ -1,0 +1,135 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// WithGRPC installs the gRPC engine client that activates grpc:// and grpcs:// workers
+// (runtime detection through GetServerInfo/GetModelInfo, HealthCheck probes). Without one
+// such workers are stored pending with runtime sglang, as before. Call it before the first
+// Register (Module does, when a ports.GRPCEngines is provided).
+func (s *Service) WithGRPC(e ports.GRPCEngines) *Service {
+	s.grpc = e
+	return s
+}
+
+// refusePD rejects a gRPC prefill or decode whose runtime has no PD protocol (seed
+// "Supported Engines": TensorRT-LLM and MLX cannot serve as PD legs; grpc.md §1.3).
+func refusePD(w worker.Worker) error {
+	if w.Mode != worker.ConnGRPC || (w.Role != worker.RolePrefill && w.Role != worker.RoleDecode) {
+		return nil
+	}
+	switch w.Runtime {
+	case worker.RuntimeTRTLLM, worker.RuntimeMLX:
+		return errs.New(400, wire.CodeWorkerBadRequest,
+			"Runtime %s has no PD protocol: worker %s cannot be registered as a %s worker (PD legs need sglang, vllm or tokenspeed)",
+			w.Runtime, w.URL, w.Role)
+	}
+	return nil
+}
+
+// activateGRPC is activate for a gRPC worker: until the worker answers, it detects the
+// runtime and server-info labels (each attempt bounded by the probe timeout) and, unless
+// health checks are off, calls the runtime's HealthCheck; then it stores the detected
+// worker as ready. With health checks off a single detection is tried; when it fails the
+// worker is made ready as sglang with the registered facts only.
+func (s *Service) activateGRPC(ctx context.Context, l *worker.Live, healthOff bool, timeout time.Duration) {
+	maxPause := min(max(s.cfg.HealthCheckInterval, 10*time.Millisecond), 5*time.Second)
+	pause := min(50*time.Millisecond, maxPause)
+	warned := false
+	var info ports.GRPCWorkerInfo
+	for {
+		if !s.current(l) {
+			return
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		got, err := s.grpc.Detect(actx, l.Worker)
+		if err == nil && !healthOff {
+			probe := l.Worker
+			if probe.Runtime == worker.RuntimeUnspecified {
+				probe.Runtime = got.Runtime
+			}
+			err = s.grpc.HealthCheck(actx, probe)
+		}
+		cancel()
+		if err == nil {
+			info = got
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if healthOff {
+			s.log.Warn("gRPC worker detection failed; registering it with the given facts only",
+				"worker", l.URL, "worker_id", l.ID, "error", err.Error())
+			break
+		}
+		if !warned {
+			s.log.Warn("gRPC worker not answering yet; it stays pending and will be probed again",
+				"worker", l.URL, "worker_id", l.ID, "error", err.Error())
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, maxPause)
+	}
+	detected := applyGRPCInfo(l.Worker, info)
+	if err := refusePD(detected); err != nil {
+		s.log.Error("detected runtime cannot serve PD; the worker is marked failed", "worker", l.URL,
+			"worker_id", l.ID, "runtime_type", string(detected.Runtime))
+		s.store.SetStatus(l, worker.StatusFailed)
+		return
+	}
+	s.swapIn(l, detected, info.KVEngineID != "" && detected.KVEngineID == info.KVEngineID)
+}
+
+// applyGRPCInfo merges what a gRPC worker reported into its registration: registered
+// values win (runtime, models, labels, kv_connector/kv_role/kv_engine_id); an undetected
+// runtime becomes sglang (smg-spec.md §3.2 step 6).
+func applyGRPCInfo(w worker.Worker, info ports.GRPCWorkerInfo) worker.Worker {
+	if w.Runtime == worker.RuntimeUnspecified {
+		w.Runtime = info.Runtime
+		if w.Runtime == "" {
+			w.Runtime = worker.RuntimeSGLang
+		}
+	}
+	if len(w.Models) == 0 {
+		w.Models = append([]string(nil), info.Models...)
+	}
+	if len(info.Labels) > 0 {
+		merged := make(map[string]string, len(info.Labels)+len(w.Labels))
+		for k, v := range info.Labels {
+			merged[k] = v
+		}
+		for k, v := range w.Labels {
+			merged[k] = v
+		}
+		w.Labels = merged
+	}
+	if w.KVConnector == "" {
+		w.KVConnector = info.KVConnector
+	}
+	if w.KVRole == "" {
+		w.KVRole = info.KVRole
+	}
+	if w.KVEngineID == "" {
+		w.KVEngineID = info.KVEngineID
+	}
+	return w
+}
+
+// forget drops the gRPC channel of a removed worker.
+func (s *Service) forget(l *worker.Live) {
+	if s.grpc != nil && l.Mode == worker.ConnGRPC {
+		s.grpc.Forget(l.URL)
+	}
+}

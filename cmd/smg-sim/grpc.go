@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/smg-go/smg/test/sim"
+	"github.com/smg-go/smg/test/sim/grpcsim"
+)
+
+// grpcFlags are the flags only --transport grpc uses; the shared flags (engine, role,
+// host, port, model, engine id, bootstrap port, connector, windows, faults, timeouts) come
+// from sim.Config.
+type grpcFlags struct {
+	statsPort, maxNumSeqs, dpSize, dpRank, pageSize                     int
+	tokenizerPath, pairingProtocol, multiChildren, multiChildID         string
+	kvCacheDtype, attentionBackend, modelDtype, transferBackend, kvRole string
+}
+
+func (g *grpcFlags) register(f *pflag.FlagSet) {
+	f.IntVar(&g.statsPort, "stats-port", 0, "gRPC: HTTP port of GET /sim/stats and POST /sim/reset (0 = pick a free port)")
+	f.StringVar(&g.tokenizerPath, "tokenizer-path", "", "gRPC: directory GetTokenizer zips (empty: GetTokenizer is FAILED_PRECONDITION)")
+	f.IntVar(&g.maxNumSeqs, "max-num-seqs", 0, "gRPC TokenSpeed: running window reported as server_args max_num_seqs (default 256)")
+	f.StringVar(&g.pairingProtocol, "pairing-protocol", "", "gRPC: the servicer's SMG_PAIRING_PROTOCOL (trimmed; empty = unset)")
+	f.IntVar(&g.dpSize, "dp-size", 0, "gRPC: attention-DP size; with >1 a TokenSpeed room whose room % dp-size differs from --dp-rank is an error")
+	f.IntVar(&g.dpRank, "dp-rank", 0, "gRPC: this instance's DP rank")
+	f.StringVar(&g.multiChildren, "multi-children", "", "gRPC vLLM MultiConnector: comma-separated child connectors (default NixlConnector)")
+	f.StringVar(&g.multiChildID, "multi-child-engine-id", "", "gRPC vLLM MultiConnector: the children's engine_id (empty: the parent's)")
+	f.StringVar(&g.kvCacheDtype, "kv-cache-dtype", "", "gRPC: kv_cache_dtype reported for pairing (default auto)")
+	f.IntVar(&g.pageSize, "page-size", 0, "gRPC: page_size (vLLM block_size) reported for pairing (default 16)")
+	f.StringVar(&g.attentionBackend, "attention-backend", "", "gRPC: attention_backend reported for pairing")
+	f.StringVar(&g.modelDtype, "model-dtype", "", "gRPC vLLM: model_dtype reported for pairing (default torch.bfloat16)")
+	f.StringVar(&g.transferBackend, "transfer-backend", "", "gRPC SGLang/TokenSpeed: disaggregation_transfer_backend (default mooncake)")
+	f.StringVar(&g.kvRole, "kv-role", "", "gRPC vLLM: kv_role (default kv_producer/kv_consumer by role)")
+}
+
+// grpcConfig maps the shared flags and the gRPC-only ones onto a grpcsim.Config. The vLLM
+// connector accepts the HTTP sim's short names (nixl, mooncake) and the engine's names
+// (NixlConnector, MooncakeConnector, MultiConnector).
+func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
+	conn := c.KVConnector
+	switch strings.ToLower(conn) {
+	case "nixl", "nixlconnector":
+		conn = grpcsim.ConnectorNixl
+	case "mooncake", "mooncakeconnector":
+		conn = grpcsim.ConnectorMooncake
+	case "multi", "multiconnector":
+		conn = grpcsim.ConnectorMulti
+	}
+	var children []string
+	for _, ch := range strings.Split(g.multiChildren, ",") {
+		if ch = strings.TrimSpace(ch); ch != "" {
+			children = append(children, ch)
+		}
+	}
+	return grpcsim.Config{
+		Engine: c.Engine, Role: c.Role, Host: c.Host, Port: c.Port, BootstrapPort: c.BootstrapPort,
+		StatsPort: g.statsPort, Model: c.Model, TokenizerPath: g.tokenizerPath, EngineID: c.EngineID,
+		KVConnector: conn, MultiChildren: children, MultiChildEngineID: g.multiChildID, KVRole: g.kvRole,
+		TransferBackend: g.transferBackend, KVCacheDtype: g.kvCacheDtype, AttentionBackend: g.attentionBackend,
+		ModelDtype: g.modelDtype, PageSize: g.pageSize, PairingProtocol: g.pairingProtocol,
+		MaxRunningRequests: c.MaxRunningRequests, MaxNumSeqs: g.maxNumSeqs, MaxModelLen: c.MaxModelLen,
+		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, HandoffTimeout: c.HandoffTimeout,
+		Faults: c.Faults, HangMax: c.HangMax,
+	}
+}
+
+// runGRPC starts the gRPC simulator, writes its ready line and serves until parent ends or
+// SIGINT/SIGTERM arrives.
+func runGRPC(parent context.Context, cfg grpcsim.Config, w io.Writer) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := grpcsim.Start(cfg)
+	if err != nil {
+		return err
+	}
+	c := srv.Config()
+	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s\n",
+		c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID)
+	<-ctx.Done()
+	return srv.Close()
+}

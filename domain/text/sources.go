@@ -1,0 +1,192 @@
+package text
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/wire"
+)
+
+// Source is one place a model's tokenizer may be loaded from, with the reason it is tried.
+type Source struct {
+	// Origin names where the path came from: "--tokenizer-path", "--model-path",
+	// "label tokenizer_path", "label model_path".
+	Origin string
+	// Path is a directory or file (or, if it does not exist, what SMG would take as a hub id).
+	Path string
+}
+
+// StartupSources is the startup load: --tokenizer-path, falling back to --model-path (SMG's
+// server.rs tokenizer job; seed "--model-path, --tokenizer-path").
+func StartupSources(tokenizerPath, modelPath string) []Source {
+	var out []Source
+	add := func(origin, p string) {
+		if p != "" {
+			out = append(out, Source{Origin: origin, Path: p})
+		}
+	}
+	add("--tokenizer-path", tokenizerPath)
+	add("--model-path", modelPath)
+	return out
+}
+
+// WorkerSources is the order for a gRPC worker's model (submit_tokenizer_job.rs,
+// tokenizer_registration.rs): its tokenizer_path label, its model_path label, then
+// --tokenizer-path and --model-path. Duplicated paths are tried once. After these the
+// Registry asks the model's workers for their GetTokenizer bundle.
+func WorkerSources(labels map[string]string, tokenizerPath, modelPath string) []Source {
+	var out []Source
+	seen := map[string]bool{}
+	add := func(origin, p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, Source{Origin: origin, Path: p})
+		}
+	}
+	add("label "+wire.LabelTokenizerPath, labels[wire.LabelTokenizerPath])
+	add("label "+wire.LabelModelPath, labels[wire.LabelModelPath])
+	add("--tokenizer-path", tokenizerPath)
+	add("--model-path", modelPath)
+	return out
+}
+
+// Registry loads each model's text pipeline once and shares it: concurrent first requests for
+// a model wait for one load; a successful load is kept, a failed one is retried by the next
+// request. Safe for concurrent use.
+type Registry struct {
+	files   Files
+	fetcher BundleFetcher
+	opts    LoadOptions
+	limits  BundleLimits
+
+	mu     sync.Mutex
+	models map[string]*registryEntry
+}
+
+type registryEntry struct {
+	done  chan struct{}
+	model *Model
+	err   error
+}
+
+// NewRegistry builds a registry over local files and a GetTokenizer fetcher (nil: no
+// bundle fallback).
+func NewRegistry(files Files, fetcher BundleFetcher, opts LoadOptions) *Registry {
+	return &Registry{files: files, fetcher: fetcher, opts: opts, limits: DefaultBundleLimits, models: map[string]*registryEntry{}}
+}
+
+// Put installs an already loaded model (the startup load).
+func (r *Registry) Put(model string, m *Model) {
+	done := make(chan struct{})
+	close(done)
+	r.mu.Lock()
+	r.models[model] = &registryEntry{done: done, model: m}
+	r.mu.Unlock()
+}
+
+// Get returns model's pipeline, loading it on first use: each source in order, then the
+// GetTokenizer bundle of each worker in workers (healthy gRPC workers serving the model) until
+// one succeeds. ctx bounds only this caller's wait: a load runs to completion (LoadTimeout)
+// for whoever waits on it. A worker without the RPC is skipped. When everything fails the
+// error is a 500 tokenizer_not_found *errs.Error whose message lists every attempt.
+func (r *Registry) Get(ctx context.Context, model string, sources []Source, workers []string) (*Model, error) {
+	r.mu.Lock()
+	if e, ok := r.models[model]; ok {
+		r.mu.Unlock()
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return e.model, e.err // waiters of a failed load share its error; the next request retries
+	}
+	e := &registryEntry{done: make(chan struct{})}
+	r.models[model] = e
+	r.mu.Unlock()
+
+	// The load outlives the first caller: others may be waiting for it. It keeps the caller's
+	// values but not its cancellation, bounded like SMG's registry workflow (300 s).
+	loadCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
+	go func() {
+		defer cancel()
+		e.model, e.err = r.load(loadCtx, model, sources, workers)
+		if e.err != nil {
+			r.mu.Lock()
+			if r.models[model] == e {
+				delete(r.models, model)
+			}
+			r.mu.Unlock()
+		}
+		close(e.done)
+	}()
+	select {
+	case <-e.done:
+		return e.model, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// LoadTimeout bounds one model load, GetTokenizer fallbacks included (SMG's registry
+// workflow timeout, grpc.md §1.14).
+const LoadTimeout = 300 * time.Second
+
+func (r *Registry) load(ctx context.Context, model string, sources []Source, workers []string) (*Model, error) {
+	var tried []string
+	for _, s := range sources {
+		m, err := LoadModel(r.files, s.Path, r.opts)
+		if err == nil {
+			return m, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s %s: %v", s.Origin, s.Path, err))
+	}
+	if r.fetcher != nil {
+		for _, w := range workers {
+			m, err := r.loadBundle(ctx, w)
+			if err == nil {
+				return m, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, ErrBundleUnimplemented) {
+				tried = append(tried, fmt.Sprintf("GetTokenizer %s: not implemented", w))
+				continue
+			}
+			tried = append(tried, fmt.Sprintf("GetTokenizer %s: %v", w, err))
+		}
+	}
+	msg := fmt.Sprintf("no tokenizer for model '%s'", model)
+	if len(tried) == 0 {
+		msg += ": no source configured (set --tokenizer-path or --model-path, or a worker tokenizer_path/model_path label)"
+	} else {
+		msg += " (tried " + strings.Join(tried, "; ") + ")"
+	}
+	return nil, errs.New(500, wire.CodeTokenizerNotFound, "%s", msg)
+}
+
+func (r *Registry) loadBundle(ctx context.Context, worker string) (*Model, error) {
+	stream, err := r.fetcher.FetchTokenizerBundle(ctx, worker)
+	if err != nil {
+		return nil, err
+	}
+	zipBytes, err := ReadBundle(stream, r.limits)
+	if err != nil {
+		return nil, err
+	}
+	files, err := OpenBundle(zipBytes, r.limits)
+	if err != nil {
+		return nil, err
+	}
+	m, err := LoadModel(MapFiles(files), ".", r.opts)
+	if err != nil {
+		return nil, err
+	}
+	m.Source = "GetTokenizer " + worker
+	return m, nil
+}

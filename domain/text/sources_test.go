@@ -1,0 +1,193 @@
+package text_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/text/texttest"
+	"github.com/smg-go/smg/domain/wire"
+)
+
+func TestSourceOrder(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, []text.Source{{Origin: "--tokenizer-path", Path: "/tok"}, {Origin: "--model-path", Path: "/model"}},
+		text.StartupSources("/tok", "/model"))
+	assert.Equal(t, []text.Source{{Origin: "--model-path", Path: "/model"}}, text.StartupSources("", "/model"))
+	got := text.WorkerSources(map[string]string{wire.LabelTokenizerPath: "/w/tok", wire.LabelModelPath: "/w/model"}, "/tok", "/w/model")
+	assert.Equal(t, []text.Source{
+		{Origin: "label tokenizer_path", Path: "/w/tok"},
+		{Origin: "label model_path", Path: "/w/model"},
+		{Origin: "--tokenizer-path", Path: "/tok"},
+	}, got, "labels first, then flags; a repeated path is tried once")
+	assert.Empty(t, text.WorkerSources(nil, "", ""))
+}
+
+type fakeFetcher struct {
+	calls   atomic.Int32
+	bundles map[string][]byte // worker -> zip; missing = UNIMPLEMENTED
+}
+
+func (f *fakeFetcher) FetchTokenizerBundle(_ context.Context, worker string) (text.BundleStream, error) {
+	f.calls.Add(1)
+	z, ok := f.bundles[worker]
+	if !ok {
+		return nil, fmt.Errorf("rpc: %w", text.ErrBundleUnimplemented)
+	}
+	return streamOf(z, shaHex(z)), nil
+}
+
+func TestRegistryLoadsLocalSourcesInOrderOnce(t *testing.T) {
+	t.Parallel()
+	dir := texttest.Dir(t, texttest.Qwen3)
+	reg := text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{})
+	sources := []text.Source{
+		{Origin: "label tokenizer_path", Path: "Qwen/Qwen3-8B"}, // not a path: a hub id
+		{Origin: "--model-path", Path: filepath.Join(dir, "tokenizer.json")},
+		{Origin: "--tokenizer-path", Path: dir},
+	}
+	var wg sync.WaitGroup
+	models := make([]*text.Model, 8)
+	for i := range models {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := reg.Get(context.Background(), "qwen3", sources, nil)
+			assert.NoError(t, err)
+			models[i] = m
+		}()
+	}
+	wg.Wait()
+	for _, m := range models {
+		assert.Same(t, models[0], m, "one load, shared")
+	}
+	assert.Equal(t, filepath.Join(dir, "tokenizer.json"), models[0].Source, "the file source after the failed hub id")
+	assert.NotNil(t, models[0].ChatTemplate, "tokenizer_config.json beside the file")
+}
+
+func TestRegistryFallsBackToGetTokenizer(t *testing.T) {
+	t.Parallel()
+	f := &fakeFetcher{bundles: map[string][]byte{"grpc://127.0.0.1:50052": tinyBundle(t)}}
+	reg := text.NewRegistry(text.OSFiles{}, f, text.LoadOptions{})
+	m, err := reg.Get(context.Background(), "qwen3", []text.Source{{Origin: "--model-path", Path: t.TempDir()}},
+		[]string{"grpc://127.0.0.1:50051", "grpc://127.0.0.1:50052"})
+	require.NoError(t, err)
+	assert.Equal(t, "GetTokenizer grpc://127.0.0.1:50052", m.Source)
+	assert.Equal(t, int32(2), f.calls.Load(), "the worker without the RPC was tried first")
+	again, err := reg.Get(context.Background(), "qwen3", nil, nil)
+	require.NoError(t, err)
+	assert.Same(t, m, again)
+	assert.Equal(t, int32(2), f.calls.Load(), "loaded once")
+}
+
+func TestRegistryTokenizerNotFound(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(empty, "vocab.json"), []byte("{}"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(empty, "merges.txt"), []byte(""), 0o600))
+	f := &fakeFetcher{bundles: map[string][]byte{"grpc://127.0.0.1:1": []byte("not a zip")}}
+	reg := text.NewRegistry(text.OSFiles{}, f, text.LoadOptions{})
+	_, err := reg.Get(context.Background(), "m", []text.Source{
+		{Origin: "--tokenizer-path", Path: "meta-llama/Llama-3.1-8B"},
+		{Origin: "--model-path", Path: empty},
+	}, []string{"grpc://127.0.0.1:1", "grpc://127.0.0.1:2"})
+	e, ok := errs.As(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, 500, e.Status)
+	assert.Equal(t, wire.CodeTokenizerNotFound, e.Code)
+	for _, want := range []string{"hub ids cannot be fetched", "vocab.json+merges.txt", "not a zip", "grpc://127.0.0.1:2: not implemented"} {
+		assert.Contains(t, e.Message, want)
+	}
+	_, err = text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{}).Get(context.Background(), "m", nil, nil)
+	e, ok = errs.As(err)
+	require.True(t, ok)
+	assert.Contains(t, e.Message, "no source configured")
+	assert.False(t, errors.Is(err, text.ErrHubID))
+}
+
+func TestLoadModelPicksTheChatTemplate(t *testing.T) {
+	t.Parallel()
+	tok := tinyTokenizerJSON(t)
+	cfg := []byte(`{"eos_token":"<|im_end|>","chat_template":"from-config"}`)
+	cases := []struct {
+		name     string
+		files    text.MapFiles
+		explicit string
+		want     string
+	}{
+		{"tokenizer_config.json", text.MapFiles{"tokenizer.json": tok, "tokenizer_config.json": cfg}, "", "from-config"},
+		{"chat_template.jinja beats the config", text.MapFiles{"tokenizer.json": tok, "tokenizer_config.json": cfg, "chat_template.jinja": []byte("from-jinja"), "a.jinja": []byte("other")}, "", "from-jinja"},
+		{"another .jinja", text.MapFiles{"tokenizer.json": tok, "tokenizer_config.json": cfg, "tool.jinja": []byte("other-jinja")}, "", "other-jinja"},
+		{"chat_template.json first", text.MapFiles{"tokenizer.json": tok, "chat_template.json": []byte(`{"chat_template":"from-json"}`), "chat_template.jinja": []byte("x")}, "", "from-json"},
+		{"explicit path wins", text.MapFiles{"tokenizer.json": tok, "chat_template.jinja": []byte("x")}, filepath.Join("testdata", "templates", "strict.jinja"), "[SYS]"},
+	}
+	for _, c := range cases {
+		m, err := text.LoadModel(c.files, ".", text.LoadOptions{ChatTemplatePath: c.explicit, Now: fixedNow})
+		require.NoError(t, err, c.name)
+		require.Equal(t, []uint32{256, 257, '!'}, m.Tokenizer.Encode("hi<|end|>!", false), c.name)
+		got, err := m.ChatTemplate.Render(text.ChatInput{Messages: []byte(`[{"role":"user","content":"q"}]`)})
+		require.NoError(t, err, c.name)
+		assert.Contains(t, got, c.want, c.name)
+	}
+}
+
+// blockingFetcher holds GetTokenizer until release is closed.
+type blockingFetcher struct {
+	release chan struct{}
+	bundle  []byte
+	calls   atomic.Int32
+}
+
+func (f *blockingFetcher) FetchTokenizerBundle(ctx context.Context, _ string) (text.BundleStream, error) {
+	f.calls.Add(1)
+	select {
+	case <-f.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return streamOf(f.bundle, shaHex(f.bundle)), nil
+}
+
+func TestRegistryLoadOutlivesACancelledCaller(t *testing.T) {
+	t.Parallel()
+	f := &blockingFetcher{release: make(chan struct{}), bundle: tinyBundle(t)}
+	reg := text.NewRegistry(text.OSFiles{}, f, text.LoadOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := reg.Get(ctx, "qwen3", nil, []string{"grpc://127.0.0.1:50051"})
+		done <- err
+	}()
+	for f.calls.Load() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.Canceled, "the cancelled caller stops waiting")
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled caller still waiting")
+	}
+	close(f.release)
+	m, err := reg.Get(context.Background(), "qwen3", nil, []string{"grpc://127.0.0.1:50051"})
+	require.NoError(t, err)
+	assert.Equal(t, "GetTokenizer grpc://127.0.0.1:50051", m.Source)
+	assert.Equal(t, int32(1), f.calls.Load(), "the second caller waited for the same load")
+}
+
+func tinyBundle(t testing.TB) []byte {
+	return makeZip(t, map[string][]byte{"tokenizer.json": tinyTokenizerJSON(t), "chat_template.jinja": []byte("{{ messages[0].content }}")},
+		"tokenizer.json", "chat_template.jinja")
+}

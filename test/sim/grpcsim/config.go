@@ -1,0 +1,234 @@
+package grpcsim
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Engines, roles and vLLM connector names accepted in [Config] (and by smg-sim with
+// --transport grpc).
+const (
+	EngineSGLang     = "sglang"
+	EngineVLLM       = "vllm"
+	EngineTokenSpeed = "tokenspeed"
+
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+	RoleEncode  = "encode"
+
+	ConnectorNixl     = "NixlConnector"
+	ConnectorMooncake = "MooncakeConnector"
+	ConnectorMulti    = "MultiConnector"
+)
+
+// Versions the SGLang and TokenSpeed simulators report (sglang_version, tokenspeed_version);
+// vLLM reports none over gRPC (grpc.md §1.2).
+const (
+	SGLangVersion     = "0.5.16"
+	TokenSpeedVersion = "0.3.0"
+)
+
+// Config describes one simulated gRPC engine instance. Zero values take the defaults noted.
+type Config struct {
+	// Engine is "sglang", "vllm" or "tokenspeed" (required).
+	Engine string
+	// Role is "prefill", "decode" or "encode" (encode: TokenSpeed only; it serves the
+	// TokenSpeedEncoder service and accepts every assignment).
+	Role string
+	// Host is the listen address of every listener; default "127.0.0.1".
+	Host string
+	// Port is the gRPC port; 0 picks a free one.
+	Port int
+	// BootstrapPort is the prefill's KV side channel (SGLang/TokenSpeed bootstrap server,
+	// vLLM NIXL side channel and Mooncake bootstrap server); 0 picks a free one. Only a
+	// prefill runs it.
+	BootstrapPort int
+	// StatsPort serves GET /sim/stats and POST /sim/reset over HTTP; 0 picks a free one.
+	StatsPort int
+	// Model is the served model name; default "sim-model".
+	Model string
+	// TokenizerPath is a directory GetTokenizer zips; "" = GetTokenizer answers
+	// FAILED_PRECONDITION, as a servicer without a tokenizer path does.
+	TokenizerPath string
+	// EngineID is the vLLM KV engine id (kv_engine_id); default random.
+	EngineID string
+	// KVConnector is the vLLM kv_transfer_config connector: NixlConnector (default),
+	// MooncakeConnector, or MultiConnector wrapping MultiChildren. Ignored by other engines.
+	KVConnector string
+	// MultiChildren are the child connectors of a MultiConnector (default one NixlConnector);
+	// MultiChildEngineID is the children's engine_id ("" = the parent's is reported).
+	MultiChildren      []string
+	MultiChildEngineID string
+	// KVRole is reported as kv_role; default kv_producer for a prefill, kv_consumer for a
+	// decode.
+	KVRole string
+	// TransferBackend is SGLang/TokenSpeed disaggregation_transfer_backend; default "mooncake".
+	TransferBackend string
+	// Layout facts reported for pairing (vLLM: block_size for PageSize). Defaults: "auto",
+	// 16 (SGLang page_size 1 is the engine's own default, but 16 keeps the legs comparable),
+	// "flashinfer" (SGLang/TokenSpeed) / "FLASH_ATTN" (vLLM), "torch.bfloat16" (vLLM only).
+	KVCacheDtype, AttentionBackend, ModelDtype string
+	PageSize                                   int
+	// PairingProtocol is the servicer's SMG_PAIRING_PROTOCOL (trimmed; "" = unset).
+	PairingProtocol string
+	// MaxRunningRequests (SGLang server_args max_running_requests) and MaxNumSeqs
+	// (TokenSpeed server_args max_num_seqs) are the reported running windows; 0 = the
+	// engine does not report one. Defaults 2048 and 256.
+	MaxRunningRequests, MaxNumSeqs int
+	// MaxModelLen is the context length (server_args context_length, GetModelInfo
+	// max_context_length); longer prompts get INVALID_ARGUMENT. Default 32768.
+	MaxModelLen int
+	// DPSize and DPRank: with DPSize > 1 this instance is attention-DP rank DPRank and a
+	// TokenSpeed room whose residue room % DPSize differs is an error.
+	DPSize, DPRank int
+	// DefaultMaxTokens is used when the request sets no max tokens; default 16.
+	DefaultMaxTokens int
+	// ITL is the delay between output tokens; 0 = none.
+	ITL time.Duration
+	// HandoffTimeout bounds a leg's wait for its peer and how long unclaimed KV is kept;
+	// default 30s.
+	HandoffTimeout time.Duration
+	// Faults are per-instance faults "<kind>[:<arg>]" (see [ParseFault]).
+	Faults []string
+	// HangMax bounds the hang fault; default 60s.
+	HangMax time.Duration
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.Model == "" {
+		c.Model = "sim-model"
+	}
+	if c.EngineID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.EngineID = "sim-" + hex.EncodeToString(b[:])
+	}
+	if c.KVConnector == "" {
+		c.KVConnector = ConnectorNixl
+	}
+	if c.KVConnector == ConnectorMulti && len(c.MultiChildren) == 0 {
+		c.MultiChildren = []string{ConnectorNixl}
+	}
+	if c.KVRole == "" {
+		c.KVRole = map[string]string{RolePrefill: "kv_producer", RoleDecode: "kv_consumer"}[c.Role]
+	}
+	if c.TransferBackend == "" {
+		c.TransferBackend = "mooncake"
+	}
+	if c.KVCacheDtype == "" {
+		c.KVCacheDtype = "auto"
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 16
+	}
+	if c.AttentionBackend == "" {
+		c.AttentionBackend = "flashinfer"
+		if c.Engine == EngineVLLM {
+			c.AttentionBackend = "FLASH_ATTN"
+		}
+	}
+	if c.ModelDtype == "" && c.Engine == EngineVLLM {
+		c.ModelDtype = "torch.bfloat16"
+	}
+	c.PairingProtocol = strings.TrimSpace(c.PairingProtocol)
+	if c.MaxRunningRequests == 0 {
+		c.MaxRunningRequests = 2048
+	}
+	if c.MaxNumSeqs == 0 {
+		c.MaxNumSeqs = 256
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = 32768
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = 16
+	}
+	if c.HandoffTimeout == 0 {
+		c.HandoffTimeout = 30 * time.Second
+	}
+	if c.HangMax == 0 {
+		c.HangMax = 60 * time.Second
+	}
+	switch c.Engine {
+	case EngineSGLang, EngineVLLM, EngineTokenSpeed:
+	default:
+		return c, fmt.Errorf("grpcsim: engine %q: want sglang, vllm or tokenspeed", c.Engine)
+	}
+	switch c.Role {
+	case RolePrefill, RoleDecode:
+	case RoleEncode:
+		if c.Engine != EngineTokenSpeed {
+			return c, fmt.Errorf("grpcsim: role encode needs engine tokenspeed (got %s)", c.Engine)
+		}
+	default:
+		return c, fmt.Errorf("grpcsim: role %q: want prefill, decode or encode", c.Role)
+	}
+	if c.Engine == EngineVLLM {
+		switch c.KVConnector {
+		case ConnectorNixl, ConnectorMooncake, ConnectorMulti:
+		default:
+			return c, fmt.Errorf("grpcsim: kv connector %q: want NixlConnector, MooncakeConnector or MultiConnector", c.KVConnector)
+		}
+	}
+	if c.DPSize < 0 || c.DPRank < 0 || (c.DPSize > 1 && c.DPRank >= c.DPSize) {
+		return c, fmt.Errorf("grpcsim: dp rank %d out of range for dp size %d", c.DPRank, c.DPSize)
+	}
+	for _, p := range []int{c.Port, c.BootstrapPort, c.StatsPort} {
+		if p < 0 || p > 65535 {
+			return c, fmt.Errorf("grpcsim: port %d out of range", p)
+		}
+	}
+	for _, f := range c.Faults {
+		if _, err := ParseFault(f); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// connectorReport is what GetServerInfo reports as kv_connector and kv_engine_id, with
+// SMG's servicer reduction of a MultiConnector (grpc.md §1.9): exactly one NIXL or Mooncake
+// child is reported as that child, with the child's engine id or else the parent's; any
+// other MultiConnector is reported unchanged.
+func (c Config) connectorReport() (connector, engineID string) {
+	if c.KVConnector != ConnectorMulti {
+		return c.KVConnector, c.EngineID
+	}
+	var found []string
+	for _, ch := range c.MultiChildren {
+		if ch == ConnectorNixl || ch == ConnectorMooncake {
+			found = append(found, ch)
+		}
+	}
+	if len(found) != 1 {
+		return ConnectorMulti, c.EngineID
+	}
+	id := c.MultiChildEngineID
+	if id == "" {
+		id = c.EngineID
+	}
+	return found[0], id
+}
+
+// transport is the handoff the instance performs: "nixl" or "mooncake" for vLLM (the
+// effective connector), "room" for SGLang and TokenSpeed, "" for a vLLM passthrough
+// MultiConnector.
+func (c Config) transport() string {
+	switch c.Engine {
+	case EngineVLLM:
+		switch conn, _ := c.connectorReport(); conn {
+		case ConnectorNixl:
+			return "nixl"
+		case ConnectorMooncake:
+			return "mooncake"
+		}
+		return ""
+	}
+	return "room"
+}

@@ -1,0 +1,273 @@
+package grpcsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// genRequest is a Generate request in engine-neutral form.
+type genRequest struct {
+	id        string
+	ids       []uint32
+	maxTokens int // < 0 = Config.DefaultMaxTokens
+	n         int // samples (SamplingParams.n); 0 = 1
+	stream    bool
+	stopIDs   []uint32
+
+	// SGLang disaggregated_params / TokenSpeed kv_bootstrap_info.
+	hasRoom  bool
+	bootHost string
+	bootPort int
+	room     int64
+
+	// vLLM kv_transfer_params (from the JSON field or the legacy typed one); nil = none.
+	kvParams map[string]any
+}
+
+// event is one message of the response stream in engine-neutral form.
+type event struct {
+	malformed bool // neither chunk nor complete (the malformed fault)
+	complete  bool
+	index     uint32 // the sample (n > 1)
+
+	ids                                          []uint32 // chunk delta, or complete output_ids
+	promptTokens, completionTokens, cachedTokens uint32
+	finish                                       string
+	matchedToken                                 *uint32
+	kvParamsJSON                                 *string
+}
+
+type sender func(event) error
+
+// handoffResult is what the handoff step decided: where the prompt's KV came from, how many
+// prompt tokens were cached, what a vLLM prefill returns, and whether the leg is a PD
+// prefill (which generates one token).
+type handoffResult struct {
+	source       byte // 'k' handoff, 'r' computed here
+	cached       int
+	kvParamsJSON *string
+	pdPrefill    bool
+}
+
+// generate runs one Generate RPC: counters, faults, validation, the handoff for the role,
+// then the token stream. It returns a gRPC status error, never an in-band error.
+func (s *Server) generate(ctx context.Context, req genRequest, send sender) error {
+	s.c.requests.Add(1)
+	s.c.enter()
+	defer s.c.running.Add(-1)
+	err := s.run(ctx, req, send)
+	if errors.Is(err, errAbortRPC) { // an Abort RPC ended it before any token: finish "abort"
+		err = send(event{complete: true, finish: "abort", promptTokens: uint32(len(req.ids))})
+	}
+	if err != nil && ctx.Err() == nil { // a cancelled or expired RPC got no answer: aborted only
+		s.c.errors.Add(1)
+	}
+	return err
+}
+
+func (s *Server) run(parent context.Context, req genRequest, send sender) error {
+	md, _ := metadata.FromIncomingContext(parent)
+	faults, err := requestFaults(md, s.cfg.Role, s.faults)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if req.id != "" {
+		defer s.track(req.id, cancel)()
+	}
+
+	dieAfter, malformed, noKV := -1, false, false
+	for _, f := range faults {
+		switch f.Kind {
+		case FaultSlowFirstByte:
+			if err := s.sleep(ctx, time.Duration(f.Arg)*time.Millisecond); err != nil {
+				return err
+			}
+		case FaultStatus:
+			return status.Errorf(codeForHTTP(f.Arg), "injected fault: status %d", f.Arg)
+		case FaultSidecarTimeout:
+			return status.Error(codes.Unavailable, "sidecar_timeout: injected fault: the engine sidecar did not answer in time")
+		case FaultReset:
+			s.resetConn(ctx)
+			return status.Error(codes.Unavailable, "injected fault: connection reset")
+		case FaultHang:
+			if err := s.sleep(ctx, s.cfg.HangMax); err != nil {
+				return err
+			}
+			return status.Error(codes.Unavailable, "injected fault: hang ended")
+		case FaultDelayBody:
+			_ = grpc.SendHeader(ctx, metadata.MD{})
+			if err := s.sleep(ctx, time.Duration(f.Arg)*time.Millisecond); err != nil {
+				return err
+			}
+		case FaultDieAfter:
+			dieAfter = f.Arg
+		case FaultMalformed:
+			malformed = true
+		case FaultNoKVParams:
+			noKV = true
+		}
+	}
+
+	if len(req.ids) == 0 {
+		return status.Error(codes.InvalidArgument, "input_ids must not be empty")
+	}
+	if len(req.ids) > s.cfg.MaxModelLen {
+		return status.Errorf(codes.InvalidArgument, "the prompt has %d tokens, more than the context length %d", len(req.ids), s.cfg.MaxModelLen)
+	}
+	if malformed {
+		return send(event{malformed: true})
+	}
+
+	h, err := s.handoff(ctx, req, noKV)
+	if err != nil {
+		return err
+	}
+	cached := h.cached
+	if h.source == 'r' && cached == 0 && s.seen(req.ids) {
+		cached = len(req.ids) // the instance's own prefix cache
+	}
+	s.c.promptTokens.Add(int64(len(req.ids) - cached))
+
+	n := req.maxTokens
+	if n < 0 {
+		n = s.cfg.DefaultMaxTokens
+	}
+	if h.pdPrefill {
+		n = 1
+	}
+	return s.stream(ctx, req, h, n, cached, dieAfter, send)
+}
+
+// stream generates n tokens for each of req.n samples (index 0 is [HandoffTokens] or
+// [RecomputeTokens]; sample i > 0 is [SampleTokens]) and sends them: with stream=true one
+// delta chunk per token per sample, samples interleaved step by step, then a complete per
+// sample repeating its final delta; with stream=false one complete per sample with all its
+// ids. Counts are cumulative per sample. An Abort RPC ends every sample with "abort".
+func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n, cached, dieAfter int, send sender) error {
+	samples := max(req.n, 1)
+	toks := make([][]uint32, samples)
+	for i := range toks {
+		toks[i] = SampleTokens(req.ids, h.source == 'k', i, n)
+	}
+	outs := make([][]uint32, samples)
+	finish := make([]string, samples)
+	matched := make([]*uint32, samples)
+	ev := func(i int) event {
+		return event{index: uint32(i), promptTokens: uint32(len(req.ids)), cachedTokens: uint32(cached),
+			completionTokens: uint32(len(outs[i]))}
+	}
+	live := samples
+	for j := 0; j < n && live > 0; j++ {
+		if j > 0 || s.cfg.ITL > 0 {
+			if err := s.sleep(ctx, s.cfg.ITL); err != nil {
+				if !errors.Is(context.Cause(ctx), errAbortRPC) {
+					return err
+				}
+				for i := range finish {
+					if finish[i] == "" {
+						finish[i] = "abort"
+					}
+				}
+				break
+			}
+		}
+		if dieAfter >= 0 && j == dieAfter {
+			// Let the chunks already sent leave the transport's buffers, then cut the line.
+			_ = s.sleep(ctx, 100*time.Millisecond)
+			s.resetConn(ctx)
+			return status.Error(codes.Unavailable, "injected fault: died mid-stream")
+		}
+		for i := range toks {
+			if finish[i] != "" {
+				continue
+			}
+			t := toks[i][j]
+			outs[i] = append(outs[i], t)
+			s.c.genTokens.Add(1)
+			if slices.Contains(req.stopIDs, t) {
+				finish[i], matched[i] = "stop", &toks[i][j]
+				live--
+			}
+			if req.stream {
+				e := ev(i)
+				e.ids = []uint32{t}
+				if err := send(e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i := range toks {
+		e := ev(i)
+		e.complete, e.finish, e.matchedToken, e.kvParamsJSON = true, finish[i], matched[i], h.kvParamsJSON
+		if e.finish == "" {
+			e.finish = "length"
+		}
+		e.ids = outs[i]
+		if req.stream && len(outs[i]) > 0 {
+			e.ids = outs[i][len(outs[i])-1:] // streaming: the complete repeats the final delta (grpc.md §3.1)
+		}
+		if err := send(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends; a cancelled RPC counts as aborted and gives CANCELLED,
+// an Abort RPC gives an error wrapping errAbortRPC (the stream then ends with finish "abort").
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		if ctx.Err() != nil {
+			return s.cancelled(ctx)
+		}
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return s.cancelled(ctx)
+	}
+}
+
+// cancelled records an abort (RPC cancellation or Abort RPC) and returns the status.
+func (s *Server) cancelled(ctx context.Context) error {
+	s.c.aborted.Add(1)
+	s.c.lastAbort.Store(time.Now().UnixMilli())
+	if errors.Is(context.Cause(ctx), errAbortRPC) {
+		return fmt.Errorf("%w", errAbortRPC)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, "the request's deadline passed")
+	}
+	return status.Error(codes.Canceled, "request cancelled by the client")
+}
+
+// seen reports whether this instance computed the same prompt before (its prefix cache,
+// at most 4096 prompts, then it starts over), and remembers it.
+func (s *Server) seen(ids []uint32) bool {
+	d := Digest(ids)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cache[d]; ok {
+		return true
+	}
+	if len(s.cache) >= 4096 {
+		clear(s.cache)
+	}
+	s.cache[d] = struct{}{}
+	return false
+}

@@ -1,0 +1,74 @@
+package grpcsim
+
+import "sync/atomic"
+
+// Stats are an instance's counters as GET /sim/stats serves them; the JSON names are the
+// HTTP simulator's (test/sim Stats) plus abort_rpcs and last_abort_unix_ms.
+type Stats struct {
+	// Requests counts Generate (and Encode) RPCs received, faulted or not.
+	Requests int64 `json:"requests"`
+	// HandoffsSent counts KV a prefill handed over: a room or Mooncake transfer the decode
+	// took, NIXL blocks the decode pulled.
+	HandoffsSent int64 `json:"handoffs_sent"`
+	// HandoffsReceived counts KV a decode received through a handoff.
+	HandoffsReceived int64 `json:"handoffs_received"`
+	// RecomputedPrompts counts decode requests that computed the prompt themselves because
+	// no usable handoff came with them.
+	RecomputedPrompts int64 `json:"recomputed_prompts"`
+	// UnmatchedRooms counts handoffs whose peer never came within HandoffTimeout (or whose
+	// room the prefill never registered: a wrong room).
+	UnmatchedRooms int64 `json:"unmatched_rooms"`
+	// DuplicateRooms counts a room, block set or transfer id used twice at once.
+	DuplicateRooms int64 `json:"duplicate_rooms"`
+	// Aborted counts Generate RPCs ended by cancellation or an Abort RPC.
+	Aborted int64 `json:"aborted"`
+	// Running is the number of Generate RPCs in progress; MaxRunningSeen its high mark.
+	Running        int64 `json:"running"`
+	MaxRunningSeen int64 `json:"max_running_seen"`
+	// Errors counts RPCs that ended with a non-OK status (faults included), except those the
+	// client cancelled or let expire (counted in Aborted).
+	Errors int64 `json:"errors"`
+	// Waiting is always 0 (no batching model); kept for the shared counter names.
+	Waiting int64 `json:"waiting"`
+	// PromptTokens counts prompt tokens computed (not cached); GenerationTokens output ids.
+	PromptTokens     int64 `json:"prompt_tokens"`
+	GenerationTokens int64 `json:"generation_tokens"`
+	// AbortRPCs counts Abort RPCs received (every request id counts once).
+	AbortRPCs int64 `json:"abort_rpcs"`
+	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
+	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
+}
+
+type counters struct {
+	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
+	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
+	lastAbort                                                           atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Requests: c.requests.Load(), HandoffsSent: c.sent.Load(), HandoffsReceived: c.received.Load(),
+		RecomputedPrompts: c.recomputed.Load(), UnmatchedRooms: c.unmatched.Load(),
+		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
+		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
+		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
+	}
+}
+
+func (c *counters) reset() {
+	for _, a := range []*atomic.Int64{&c.requests, &c.sent, &c.received, &c.recomputed, &c.unmatched,
+		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort} {
+		a.Store(0)
+	}
+	c.maxRunning.Store(c.running.Load())
+}
+
+func (c *counters) enter() {
+	n := c.running.Add(1)
+	for {
+		m := c.maxRunning.Load()
+		if n <= m || c.maxRunning.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}

@@ -46,6 +46,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* Name of the Secret holding the data-plane API key, or "" when none is configured. */}}
+{{- define "smg.apiKeySecretName" -}}
+{{- if .Values.apiKey.existingSecret }}
+{{- .Values.apiKey.existingSecret }}
+{{- else if .Values.apiKey.value }}
+{{- printf "%s-api-key" (include "smg.fullname" .) }}
+{{- end }}
+{{- end }}
+
 {{/*
 Pod termination deadline: preStop sleep + drain delay + grace period + 5 s to write the cut
 answers (README "Shutdown"), so the kubelet's SIGKILL comes after the gateway's own deadline.
@@ -72,6 +81,13 @@ answers (README "Shutdown"), so the kubelet's SIGKILL comes after the gateway's 
     secretKeyRef:
       name: {{ . }}
       key: {{ $.Values.adminApiKey.existingSecretKey }}
+{{- end }}
+{{- with (include "smg.apiKeySecretName" .) }}
+- name: SMG_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.apiKey.existingSecretKey }}
 {{- end }}
 {{- with .Values.gateway.extraEnv }}
 {{ toYaml . }}

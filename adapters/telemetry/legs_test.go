@@ -98,7 +98,7 @@ func TestLegSpanOutcomes(t *testing.T) {
 	s, _ = legSpan(t, fakeEngine{err: errors.New("connection refused")}, worker.RoleDecode, room, nil, context.Background())
 	assert.Equal(t, "transport_error", attrs(s)[telemetry.AttrOutcome].AsString())
 
-	s, ri = legSpan(t, fakeEngine{resp: &ports.LegResponse{Status: 200, Body: &brokenBody{}}}, worker.RoleDecode, room, readAll, context.Background())
+	s, _ = legSpan(t, fakeEngine{resp: &ports.LegResponse{Status: 200, Body: &brokenBody{}}}, worker.RoleDecode, room, readAll, context.Background())
 	assert.Equal(t, "body_error", attrs(s)[telemetry.AttrOutcome].AsString())
 	assert.Equal(t, codes.Error, s.Status.Code)
 

@@ -20,10 +20,13 @@ run: build
 fixtures:
 	./tools/fixtures/fetch.sh
 
-## test: go vet, then every package (unit and end-to-end) under the race detector
+## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under
+## the race detector, then the deploy artefact and alert-rule checks (docs/deploy.md)
 test: fixtures
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+	$(MAKE) deploy-check rules-check
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
 bench: fixtures
@@ -50,3 +53,5 @@ proto:
 
 clean:
 	rm -rf $(BIN)
+
+include deploy/deploy.mk

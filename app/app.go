@@ -83,6 +83,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		admission.Module(),
 		dispatch.Module(),
 		resilienceModule(),
+		observabilityModule(),
 		serverModule(),
 	}
 	opts = append(opts, extra...)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
+	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/adapters/telemetry"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/ports"
@@ -21,8 +22,8 @@ import (
 
 // Server is the gateway's main HTTP listener on --host:--port. It serves one
 // *http.ServeMux holding the huma admin/health API and every ports.Route of the fx group
-// "routes", behind the telemetry middleware (request id, server span, debug access log)
-// and a --max-payload-size body limit. Its shutdown (stop) is the drain platforms expect:
+// "routes", behind the access log, the RED metrics, the telemetry middleware (request id,
+// server span named by route) and a --max-payload-size body limit. Its shutdown (stop) is the drain platforms expect:
 // readiness 503 and a drain delay, then the grace period, then the cut.
 type Server struct {
 	cfg     config.Config
@@ -45,6 +46,7 @@ type serverParams struct {
 	Tracer    trace.TracerProvider `optional:"true"`
 	Drain     *drainer
 	Lifecycle fx.Lifecycle
+	RED       *metrics.RED `optional:"true"`
 }
 
 // newServer mounts the routes on the mux, wraps it, and registers the listener with the
@@ -61,11 +63,19 @@ func newServer(p serverParams) (*Server, error) {
 			return nil, err
 		}
 	}
-	h := unmatched(p.Mux)
+	// Outermost first: the access log (puts the shared ports.RequestInfo in the context),
+	// the RED series, the request id and server span, the body limit, the route recorder,
+	// the unmatched-route answers. Inside the telemetry middleware nothing copies the
+	// request, so the mux's r.Pattern names the span.
+	h := telemetry.RecordRoute(unmatched(p.Mux))
 	if p.Config.MaxPayloadSize > 0 {
-		h = http.MaxBytesHandler(h, p.Config.MaxPayloadSize)
+		h = limitBody(h, p.Config.MaxPayloadSize)
 	}
 	h = telemetry.NewMiddleware(log, p.Tracer, telemetry.WithRequestIDHeaders(p.Config.RequestIDHeaders))(h)
+	if p.RED != nil {
+		h = p.RED.Middleware(h)
+	}
+	h = telemetry.AccessLog(log)(h)
 	s := &Server{
 		cfg:     p.Config,
 		log:     log,
@@ -80,6 +90,9 @@ func newServer(p serverParams) (*Server, error) {
 			// it with dispatch.ErrShutdown, which the dispatcher answers 503.
 			BaseContext: func(net.Listener) context.Context { return p.Drain.base },
 		},
+	}
+	if p.RED != nil {
+		s.srv.ConnState = p.RED.ConnState
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
 	return s, nil

@@ -26,15 +26,60 @@ func ParseLevel(s string) slog.Level {
 	return slog.LevelInfo
 }
 
-// NewLogger returns the gateway logger writing to w: JSON lines (text with --log-json=false)
-// at --log-level, every record tagged service=smg.
+// NewLogger returns the gateway logger writing to w at --log-level in --log-format (json,
+// text, or cloud: see CloudHandler; without --log-format, JSON unless --log-json=false),
+// every record tagged service=smg, and records logged with a request's context tagged with
+// its request_id and trace_id (ContextHandler).
 func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: ParseLevel(cfg.LogLevel)}
-	var h slog.Handler
-	if cfg.LogJSON {
-		h = slog.NewJSONHandler(w, opts)
-	} else {
-		h = slog.NewTextHandler(w, opts)
+	format := strings.ToLower(cfg.LogFormat)
+	if format == "" {
+		format = "text"
+		if cfg.LogJSON {
+			format = "json"
+		}
 	}
-	return slog.New(h).With("service", "smg")
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	case "cloud":
+		h = CloudHandler(w, opts.Level)
+	default:
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(ContextHandler(h)).With("service", "smg")
+}
+
+// CloudHandler writes JSON lines with the keys Cloud Logging reads from a container's
+// stdout/stderr: "severity" (DEBUG, INFO, WARNING, ERROR) instead of "level" and "message"
+// instead of "msg"; "time" is RFC 3339 as Cloud Logging accepts it. CloudWatch (ECS awslogs)
+// stores the same lines as structured JSON.
+func CloudHandler(w io.Writer, level slog.Leveler) slog.Handler {
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: cloudKeys})
+}
+
+func cloudKeys(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.LevelKey:
+		lv, _ := a.Value.Any().(slog.Level)
+		sev := "DEFAULT"
+		switch {
+		case lv >= slog.LevelError:
+			sev = "ERROR"
+		case lv >= slog.LevelWarn:
+			sev = "WARNING"
+		case lv >= slog.LevelInfo:
+			sev = "INFO"
+		default:
+			sev = "DEBUG"
+		}
+		return slog.String("severity", sev)
+	case slog.MessageKey:
+		return slog.String("message", a.Value.String())
+	}
+	return a
 }

@@ -40,7 +40,7 @@ func provideTracing(lc fx.Lifecycle, log *slog.Logger) (tracingOut, error) {
 	}
 	t.Install()
 	if t.Exporting {
-		log.Info("tracing: exporting spans over OTLP/HTTP")
+		log.Info("tracing: exporting spans over OTLP", "protocol", t.Protocol)
 	}
 	lc.Append(fx.Hook{OnStop: t.Shutdown})
 	return tracingOut{Tracing: t, Provider: t.Provider}, nil

@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,7 +24,9 @@ type Tracing struct {
 	Provider trace.TracerProvider
 	// Exporting reports whether spans leave the process (an OTLP endpoint is configured).
 	Exporting bool
-	shutdown  func(context.Context) error
+	// Protocol is the OTLP protocol when Exporting: "grpc" or "http/protobuf".
+	Protocol string
+	shutdown func(context.Context) error
 }
 
 // Shutdown flushes buffered spans and stops the exporter; a no-op without one. ctx bounds it.
@@ -42,7 +43,8 @@ func Propagator() propagation.TextMapPropagator {
 }
 
 // NewTracing builds the tracer provider from the standard OpenTelemetry environment:
-// an OTLP/HTTP exporter (batching) when OTEL_EXPORTER_OTLP_ENDPOINT or
+// an OTLP exporter (batching; gRPC or HTTP/protobuf per OTEL_EXPORTER_OTLP[_TRACES]_PROTOCOL,
+// default http/protobuf) when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set and OTEL_SDK_DISABLED is not "true"; a no-op
 // provider otherwise. The exporter reads the other OTEL_EXPORTER_OTLP_* variables (headers,
 // timeout, protocol details) itself, the sampler follows OTEL_TRACES_SAMPLER, and the
@@ -56,9 +58,9 @@ func NewTracing(ctx context.Context, getenv func(string) string) (*Tracing, erro
 		(getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "") {
 		return &Tracing{Provider: noop.NewTracerProvider()}, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, proto, err := newOTLPExporter(ctx, getenv)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: OTLP trace exporter (OTEL_EXPORTER_OTLP_*): %w", err)
+		return nil, err
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(
@@ -72,7 +74,7 @@ func NewTracing(ctx context.Context, getenv func(string) string) (*Tracing, erro
 		return nil, fmt.Errorf("telemetry: resource from OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracing{Provider: tp, Exporting: true, shutdown: tp.Shutdown}, nil
+	return &Tracing{Provider: tp, Exporting: true, Protocol: proto, shutdown: tp.Shutdown}, nil
 }
 
 // InjectHeaders writes the trace context of ctx (traceparent, tracestate, baggage) into h.

@@ -115,6 +115,7 @@ type Config struct {
 	PrometheusPort int    // --prometheus-port, 29000; 0 = serve /metrics on the main port
 	LogLevel       string // --log-level, "info"
 	LogJSON        bool   // --log-json, default true
+	LogFormat      string // --log-format: json, text or cloud; "" follows --log-json
 
 	// Request bodies: how long a data-plane client may take to send its body.
 	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed

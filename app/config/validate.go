@@ -301,6 +301,9 @@ func (c Config) validateObservability() error {
 	if !contains(LogLevels, strings.ToLower(c.LogLevel)) {
 		return bad("--log-level", "unknown level %q (expected debug, info, warn or error)", c.LogLevel)
 	}
+	if c.LogFormat != "" && !contains(LogFormats, c.LogFormat) {
+		return bad("--log-format", "unknown format %q (expected json, text or cloud)", c.LogFormat)
+	}
 	return nil
 }
 

@@ -169,6 +169,15 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			preq.Text = rq.RoutingText()
 		}
 		hdr := d.legHeaders(r.Header)
+		// The access log and RED series learn the model and endpoint. Both engines get the
+		// request id the gateway answers with: a client's X-Request-Id is forwarded as sent
+		// (its values are checked, e.g. for MoRI-IO markers), else the gateway's id (minted,
+		// or read from another request-id header) is added.
+		ri := ports.RequestInfoFrom(r.Context())
+		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
+		if id := ri.RequestID(); id != "" && hdr.Get(wire.HeaderRequestID) == "" {
+			hdr.Set(wire.HeaderRequestID, id)
+		}
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -209,7 +218,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 				break // this request's own failures left no other worker: answer the last one
 			}
 			last = err
-			if f := faultOf(err); f != nil && !d.faulted(tr, f, preq, i+1) {
+			if f := faultOf(err); f != nil && !d.faulted(ctx, tr, f, preq, i+1) {
 				break
 			}
 			if e, ok := errs.As(err); !ok || !e.Retryable || ctx.Err() != nil {
@@ -217,7 +226,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			}
 			exhausted = i == attempts-1
 			if !exhausted {
-				d.log.Info("PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
+				d.log.InfoContext(ctx, "PD attempt failed; retrying with a new pair", "attempt", i+1, "err", err)
 			}
 		}
 		d.recordFault(tr.settle(false))
@@ -233,13 +242,13 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 
 // faulted records what an attempt's fault charges (tries.failed; the ledger waives a repeat
 // on a second worker of the leg) and reports whether the request may be retried.
-func (d *Dispatcher) faulted(tr *tries, f *legFault, preq *policy.Request, attempt int) bool {
+func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *policy.Request, attempt int) bool {
 	for _, c := range tr.failed(f, preq) {
 		if !tr.ledger.admit(c) {
 			// The same failure on a second worker of the leg: the request's, not the
 			// workers'. Counted on neither that worker nor another, and not retried.
 			c.recorded.Store(true)
-			d.log.Warn("PD attempt failed the same way on a second worker; not retrying", "attempt", attempt,
+			d.log.WarnContext(ctx, "PD attempt failed the same way on a second worker; not retrying", "attempt", attempt,
 				"leg", c.e.Leg, "code", c.e.Code, "worker", c.w.DisplayURL(), "worker_id", c.w.ID)
 			return false
 		}
@@ -299,6 +308,7 @@ func endpointLabel(r handoff.Route) string {
 // on one worker is a *legFault, recorded by the retry loop.
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
+	ports.RequestInfoFrom(ctx).AddAttempt()
 	p, dc, release, err := d.sel.Select(preq)
 	if err != nil {
 		return false, err
@@ -324,7 +334,7 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	}
 	defer rel()
 	legs := handoff.BootstrapPatch(rq.Body, rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
-	d.log.Debug("PD pair selected", "route", rq.Route.String(), "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "rooms", legs.Rooms)
+	d.log.DebugContext(ctx, "PD pair selected", "route", rq.Route.String(), "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "rooms", legs.Rooms)
 	o, err := d.openParallel(ctx, rq, legs, p, dc, hdr)
 	if err != nil {
 		return false, err

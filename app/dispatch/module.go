@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/adapters/engine/httpengine"
@@ -41,11 +42,12 @@ type moduleIn struct {
 	Registry  *registry.Service
 	Sticky    ports.StickyStore
 	Admission *admission.Admitter
-	Metrics   ports.PDMetrics `optional:"true"`
-	Observer  policy.Observer `optional:"true"`
-	Retries   RetryRecorder   `optional:"true"`
-	Outcomes  OutcomeRecorder `optional:"true"`
-	Log       *slog.Logger    `optional:"true"`
+	Metrics   ports.PDMetrics      `optional:"true"`
+	Observer  policy.Observer      `optional:"true"`
+	Retries   RetryRecorder        `optional:"true"`
+	Outcomes  OutcomeRecorder      `optional:"true"`
+	Log       *slog.Logger         `optional:"true"`
+	Tracer    trace.TracerProvider `optional:"true"`
 }
 
 type moduleOut struct {
@@ -88,7 +90,9 @@ func newModule(in moduleIn) (moduleOut, error) {
 		// worker), not the transport's: a non-streaming decode head comes with its answer.
 		InjectHeaders: telemetry.InjectHeaders,
 	})
-	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: engine, Metrics: in.Metrics,
+	// Every leg gets a prefill/decode span and lands in the request's ports.RequestInfo.
+	traced := telemetry.TraceLegs(engine, in.Tracer)
+	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
 		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
 
 	stop := make(chan struct{})

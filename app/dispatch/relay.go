@@ -105,7 +105,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 			return true
 		case errors.Is(werr, handoff.ErrMalformedEvent):
 			d.record(o.decode, 0, errMalformed)
-			d.log.Warn("decode streamed a malformed event", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID)
+			d.log.WarnContext(o.reqCtx, "decode streamed a malformed event", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID)
 			o.cancel(nil)
 			d.streamFail(w, rc, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeInvalidResponse, Leg: "decode",
 				Message: "decode worker " + o.decode.ID + " streamed an event that is not valid JSON"})
@@ -191,7 +191,7 @@ func (d *Dispatcher) streamBroke(o *open, rerr error) *errs.Error {
 		rerr = io.ErrUnexpectedEOF
 	}
 	d.record(o.decode, 0, rerr)
-	d.log.Warn("decode stream broke", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "err", rerr)
+	d.log.WarnContext(o.reqCtx, "decode stream broke", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "err", rerr)
 	return &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeStreamFailed, Message: msg, Leg: "decode"}
 }
 
@@ -239,7 +239,7 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 	}
 	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
 		e.Message = "decode worker " + o.decode.ID + " answered " + strconv.Itoa(len(body)) + " bytes that are not valid JSON"
-		d.log.Warn("decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
+		d.log.WarnContext(o.reqCtx, "decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
 		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, cause: errMalformed, e: e} })
 	}
 	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {

@@ -65,12 +65,12 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	switch outcome {
 	case handoff.OutcomeKVTransferFailure:
 		d.metrics.IncKVTransferFailure()
-		d.log.Warn("NIXL prefill returned no kv_transfer_params; decode recomputes the prompt",
+		d.log.WarnContext(ctx, "NIXL prefill returned no kv_transfer_params; decode recomputes the prompt",
 			"prefill", p.URL, "decode", dc.URL)
 	case handoff.OutcomeRecompute:
-		d.log.Warn("Mooncake prefill has no kv_engine_id; no prefill leg sent, decode recomputes the prompt", "prefill", p.DisplayURL())
+		d.log.WarnContext(ctx, "Mooncake prefill has no kv_engine_id; no prefill leg sent, decode recomputes the prompt", "prefill", p.DisplayURL())
 	}
-	d.log.Debug("vLLM PD pair", "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "mode", plan.Mode,
+	d.log.DebugContext(ctx, "vLLM PD pair", "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "mode", plan.Mode,
 		"transfer_id", plan.TransferID, "outcome", outcome.String(),
 		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
 

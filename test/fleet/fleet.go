@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/wire"
@@ -41,6 +42,8 @@ type Spec struct {
 	// Sim, when set, edits each simulator's config before start; role is sim.RolePrefill or
 	// sim.RoleDecode and i the instance index within its role.
 	Sim func(role string, i int, c *sim.Config)
+	// Options are extra fx options for the gateway (e.g. fx.Decorate of the tracer provider).
+	Options []fx.Option
 }
 
 // Fleet is a running gateway and its simulators.
@@ -85,7 +88,7 @@ func Start(t testing.TB, spec Spec) *Fleet {
 	if spec.Gateway != nil {
 		spec.Gateway(&cfg)
 	}
-	f.Gateway = StartGateway(t, cfg)
+	f.Gateway = StartGateway(t, cfg, spec.Options...)
 	if via == ViaAPI {
 		for _, s := range f.Sims() {
 			f.Gateway.Register(t, WorkerSpec(s))

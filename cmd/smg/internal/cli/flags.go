@@ -197,4 +197,6 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("log-level")
 	fs.BoolVar(&cfg.LogJSON, "log-json", cfg.LogJSON, "JSON log lines (--log-json=false: text)")
 	add("log-json")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json, text, or cloud (JSON with severity and message keys, for Cloud Logging and CloudWatch); overrides --log-json")
+	add("log-format")
 }

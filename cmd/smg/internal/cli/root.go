@@ -1,5 +1,5 @@
-// Package cli is the smg command line: `smg launch`, `smg demo`, `smg openapi` and
-// `smg version`. Run is the whole program; cmd/smg/main.go only wires signals and stdio.
+// Package cli is the smg command line: `smg launch`, `smg demo`, `smg doctor`, `smg probe`,
+// `smg openapi` and `smg version`. Run is the whole program; cmd/smg/main.go only wires signals and stdio.
 package cli
 
 import (
@@ -52,7 +52,9 @@ func newRoot(env Env, stdout, stderr io.Writer) *cobra.Command {
 output back.
 
   smg launch --pd-disaggregation --prefill <url> [port|none] --decode <url>
-  smg demo          run a simulated fleet on this machine and try it with curl`,
+  smg demo          run a simulated fleet on this machine and try it with curl
+  smg doctor        explain why a running gateway's fleet would serve requests badly
+  smg probe         exit 0 when the local gateway is ready (container health checks)`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -64,6 +66,8 @@ output back.
 		newLaunch(env, serve),
 		newDemo(env, stdout),
 		newOpenAPI(stdout),
+		newProbe(env, stdout),
+		newDoctor(env, stdout),
 		newVersion(stdout),
 	)
 	return root

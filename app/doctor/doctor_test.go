@@ -1,0 +1,114 @@
+package doctor_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/app/doctor"
+	"github.com/smg-go/smg/domain/pairing"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+func port(p int) *int { return &p }
+
+func kinds(fs []doctor.Finding, id string) []string {
+	var out []string
+	for _, f := range fs {
+		if f.WorkerID == id {
+			out = append(out, f.Kind)
+		}
+	}
+	return out
+}
+
+func TestSGLangBootstrapPortsAreDialled(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	open := ln.Addr().(*net.TCPAddr).Port
+	closedLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := closedLn.Addr().(*net.TCPAddr).Port
+	require.NoError(t, closedLn.Close())
+
+	ws := []worker.Worker{
+		{ID: "p-open", URL: "http://127.0.0.1:1", Role: worker.RolePrefill, Runtime: worker.RuntimeSGLang, BootstrapPort: port(open)},
+		{ID: "p-closed", URL: "http://127.0.0.1:2", Role: worker.RolePrefill, Runtime: worker.RuntimeSGLang, BootstrapPort: port(closed)},
+		{ID: "p-none", URL: "http://127.0.0.1:3", Role: worker.RolePrefill, Runtime: worker.RuntimeSGLang},
+		{ID: "d", URL: "http://127.0.0.1:4", Role: worker.RoleDecode, Runtime: worker.RuntimeSGLang},
+	}
+	fs := doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeLenient})
+	assert.Empty(t, kinds(fs, "p-open"))
+	assert.Equal(t, []string{doctor.KindBootstrapUnreachable}, kinds(fs, "p-closed"))
+	assert.Equal(t, []string{doctor.KindNoBootstrapPort}, kinds(fs, "p-none"))
+	assert.Empty(t, kinds(fs, "d"))
+	for _, f := range fs {
+		if f.Kind == doctor.KindBootstrapUnreachable {
+			assert.Contains(t, f.Message, strconv.Itoa(closed))
+		}
+	}
+}
+
+func TestMooncakePrefillWithoutEngineIDAndMissingRoles(t *testing.T) {
+	t.Parallel()
+	ws := []worker.Worker{
+		{ID: "mp", URL: "http://127.0.0.1:1", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "MooncakeConnector", BootstrapPort: port(8998)},
+		{ID: "mp-ok", URL: "http://127.0.0.1:2", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "MooncakeConnector", KVEngineID: "e1", BootstrapPort: port(8998)},
+	}
+	fs := doctor.Check(context.Background(), ws, doctor.Options{})
+	assert.Equal(t, []string{doctor.KindMooncakeNoEngineID}, kinds(fs, "mp"))
+	assert.Empty(t, kinds(fs, "mp-ok"))
+	var missing []string
+	for _, f := range fs {
+		if f.Kind == doctor.KindMissingRole {
+			missing = append(missing, f.Role)
+		}
+	}
+	assert.Equal(t, []string{"decode"}, missing)
+}
+
+// Strict mode refuses what lenient accepts: the same fleet is unpairable only under strict.
+func TestPairingModeDecidesUnpairable(t *testing.T) {
+	t.Parallel()
+	ws := []worker.Worker{
+		{ID: "p", URL: "http://127.0.0.1:1", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"kv_cache_dtype": "auto"}},
+		{ID: "d", URL: "http://127.0.0.1:2", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+	}
+	assert.Empty(t, doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeLenient}))
+	fs := doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeStrict})
+	assert.Equal(t, []string{doctor.KindUnpairable}, kinds(fs, "p"))
+	assert.Equal(t, []string{doctor.KindUnpairable}, kinds(fs, "d"))
+	for _, f := range fs {
+		assert.Contains(t, f.Message, "kv_cache_dtype (")
+	}
+}
+
+func TestContextMismatch(t *testing.T) {
+	t.Parallel()
+	ws := []worker.Worker{
+		{ID: "p", URL: "http://127.0.0.1:1", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"max_model_len": "32768"}},
+		{ID: "d-same", URL: "http://127.0.0.1:2", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"max_model_len": "32768"}},
+		{ID: "d-short", URL: "http://127.0.0.1:3", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"max_model_len": "8192"}},
+	}
+	fs := doctor.Check(context.Background(), ws, doctor.Options{})
+	var mismatch []string
+	for _, f := range fs {
+		if f.Kind == doctor.KindContextMismatch {
+			mismatch = append(mismatch, f.Message)
+		}
+	}
+	require.Len(t, mismatch, 1, "%+v", fs)
+	assert.Contains(t, mismatch[0], "d-short")
+	assert.Contains(t, mismatch[0], "longer than 8192 tokens")
+	assert.Empty(t, kinds(fs, "d-same"))
+}

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smg-go/smg/app/doctor"
+	"github.com/smg-go/smg/domain/pairing"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// doctorWorker is the part of a GET /workers entry (adapters/api WorkerInfo) the doctor reads.
+type doctorWorker struct {
+	ID             string            `json:"id"`
+	URL            string            `json:"url"`
+	ModelID        string            `json:"model_id"`
+	WorkerType     string            `json:"worker_type"`
+	ConnectionMode string            `json:"connection_mode"`
+	RuntimeType    string            `json:"runtime_type"`
+	Labels         map[string]string `json:"labels"`
+	BootstrapPort  *int              `json:"bootstrap_port"`
+	KVConnector    string            `json:"kv_connector"`
+	KVRole         string            `json:"kv_role"`
+	KVEngineID     string            `json:"kv_engine_id"`
+	Status         string            `json:"status"`
+}
+
+// doctorReport is the --json output.
+type doctorReport struct {
+	Gateway  string           `json:"gateway"`
+	Mode     string           `json:"pd_pairing_mode"`
+	Workers  int              `json:"workers"`
+	OK       bool             `json:"ok"`
+	Findings []doctor.Finding `json:"findings"`
+}
+
+// newDoctor is `smg doctor`: ask a running gateway for its workers and explain each reason a
+// request would be served badly (app/doctor). Exit 0 when no error was found (warnings
+// allowed), 1 when at least one was (or the gateway could not be asked), 2 for a bad flag.
+func newDoctor(env Env, stdout io.Writer) *cobra.Command {
+	var (
+		target, mode, adminKey string
+		asJSON, probe          bool
+		timeout                time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor [--url http://gateway:30000] [--json]",
+		Short: "Explain, before traffic, why a running gateway's fleet would serve requests badly (exit 1 if so)",
+		Long: "Read a running gateway's workers (GET /workers) and report: prefill or decode legs that pair with no " +
+			"worker of the other role and the components that differ, vLLM workers without a KV connector " +
+			"(passthrough: decode recomputes every prompt), Mooncake prefills without kv_engine_id, SGLang prefills " +
+			"without a bootstrap port or whose bootstrap port does not accept connections, workers that are not ready, " +
+			"and a role with no worker. Exit 1 when any error is found.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), env); err != nil {
+				return err
+			}
+			m, err := pairing.ParseMode(mode)
+			if err != nil {
+				return usagef("invalid value %q for --pd-pairing-mode: expected off, lenient or strict", mode)
+			}
+			if timeout <= 0 {
+				return usagef("invalid value %q for --timeout: must be positive", timeout)
+			}
+			base := strings.TrimRight(target, "/")
+			if base == "" {
+				u, err := probeURL("", probeDefaultPort, false, "/", env)
+				if err != nil {
+					return err
+				}
+				base = strings.TrimRight(u, "/")
+			} else if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+				return usagef("invalid value %q for --url: expected http://host:port", target)
+			}
+			ws, err := fetchWorkers(cmd.Context(), base, adminKey, timeout)
+			if err != nil {
+				return &runError{err}
+			}
+			rep := runDoctor(cmd.Context(), base, m, ws, timeout, probe)
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(rep)
+			} else {
+				printDoctor(stdout, rep)
+			}
+			if !rep.OK {
+				return &runError{errors.New("doctor: problems found (see above)")}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "url", "", "gateway base `url` (default http://127.0.0.1:<PORT, else SMG_PORT, else 30000>)")
+	f.StringVar(&mode, "pd-pairing-mode", string(pairing.ModeLenient), "the gateway's --pd-pairing-mode: off, lenient or strict")
+	f.StringVar(&adminKey, "admin-api-key", "", "admin API key sent as a Bearer token to GET /workers (env SMG_ADMIN_API_KEY)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly)")
+	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request and each bootstrap-port dial")
+	return cmd
+}
+
+// fetchWorkers GETs base/workers.
+func fetchWorkers(ctx context.Context, base, adminKey string, timeout time.Duration) ([]doctorWorker, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/workers", nil)
+	if err != nil {
+		return nil, fmt.Errorf("doctor: %w", err)
+	}
+	if adminKey != "" {
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("doctor: GET %s/workers: %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("doctor: GET %s/workers: %w", base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("doctor: GET %s/workers: status %d: %s", base, resp.StatusCode, oneLine(string(body[:min(len(body), 300)])))
+	}
+	var l struct {
+		Workers []doctorWorker `json:"workers"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return nil, fmt.Errorf("doctor: GET %s/workers: not a worker list: %w", base, err)
+	}
+	return l.Workers, nil
+}
+
+// runDoctor converts the listing and runs the checks.
+func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, timeout time.Duration, probe bool) doctorReport {
+	ws := make([]worker.Worker, 0, len(ds))
+	var notReady []doctor.Finding
+	for _, d := range ds {
+		w := worker.Worker{ID: d.ID, URL: d.URL, Role: worker.Role(d.WorkerType), Runtime: worker.Runtime(d.RuntimeType),
+			Mode: worker.ConnectionMode(d.ConnectionMode), Labels: d.Labels, BootstrapPort: d.BootstrapPort,
+			KVConnector: d.KVConnector, KVRole: d.KVRole, KVEngineID: d.KVEngineID}
+		if d.ModelID != "" {
+			w.Models = []string{d.ModelID}
+		}
+		ws = append(ws, w)
+		if d.Status != "" && d.Status != string(worker.StatusReady) {
+			notReady = append(notReady, doctor.NotReady(w, d.Status))
+		}
+	}
+	o := doctor.Options{Mode: m, Timeout: timeout}
+	if probe {
+		o.ProbeNixl = probeNixl
+	}
+	fs := append(doctor.Check(ctx, ws, o), notReady...)
+	ok := true
+	for _, f := range fs {
+		if f.Severity == doctor.SeverityError {
+			ok = false
+		}
+	}
+	if fs == nil {
+		fs = []doctor.Finding{}
+	}
+	return doctorReport{Gateway: base, Mode: m.String(), Workers: len(ws), OK: ok, Findings: fs}
+}
+
+func printDoctor(w io.Writer, r doctorReport) {
+	fmt.Fprintf(w, "smg doctor: %s, %d workers, --pd-pairing-mode %s\n", r.Gateway, r.Workers, r.Mode)
+	for _, f := range r.Findings {
+		who := f.Role
+		if f.WorkerID != "" {
+			who = fmt.Sprintf("%s %s (%s)", f.Role, f.WorkerID, f.URL)
+		}
+		fmt.Fprintf(w, "%-7s %s [%s]: %s\n", strings.ToUpper(f.Severity), who, f.Kind, f.Message)
+	}
+	if r.OK {
+		fmt.Fprintln(w, "ok: no reason for bad service found")
+	}
+}
+
+// probeNixl POSTs a one-token /v1/completions to w tagged as the gateway tags NIXL prefills
+// (kv_transfer_params {"do_remote_decode":true,"do_remote_prefill":false}; seed "Connector
+// Modes") and reports whether the 200 answer carries non-null kv_transfer_params.
+func probeNixl(ctx context.Context, w worker.Worker) (bool, error) {
+	model := "default"
+	if len(w.Models) > 0 {
+		model = w.Models[0]
+	}
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "smg doctor probe", "max_tokens": 1, "stream": false,
+		"kv_transfer_params": map[string]any{"do_remote_decode": true, "do_remote_prefill": false}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.BaseURL()+"/v1/completions", strings.NewReader(string(body)))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "smg-doctor-probe")
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return false, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("status %d: %s", resp.StatusCode, oneLine(string(b[:min(len(b), 200)])))
+	}
+	var v struct {
+		KVTransferParams json.RawMessage `json:"kv_transfer_params"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return false, fmt.Errorf("answer is not JSON: %w", err)
+	}
+	return len(v.KVTransferParams) > 0 && string(v.KVTransferParams) != "null", nil
+}

@@ -1,0 +1,146 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
+)
+
+type doctorOut struct {
+	OK       bool `json:"ok"`
+	Workers  int  `json:"workers"`
+	Findings []struct {
+		Kind     string `json:"kind"`
+		Severity string `json:"severity"`
+		WorkerID string `json:"worker_id"`
+		Message  string `json:"message"`
+	} `json:"findings"`
+}
+
+// vllmGateway starts a gateway with a vLLM NIXL prefill and the given decodes (connector per
+// decode, "" for none), registered through POST /workers. It returns the gateway and the
+// decode worker ids in order.
+func vllmGateway(t *testing.T, decodeConnectors ...string) (*fleet.Gateway, []string) {
+	t.Helper()
+	g := fleet.StartGateway(t, fleet.DefaultConfig())
+	p := fleet.NewRecorder(t, "vllm", "m", nil)
+	g.Register(t, map[string]any{"url": p.URL, "worker_type": "prefill", "runtime_type": "vllm", "kv_connector": "NixlConnector"})
+	var ids []string
+	for _, c := range decodeConnectors {
+		d := fleet.NewRecorder(t, "vllm", "m", nil)
+		body := map[string]any{"url": d.URL, "worker_type": "decode", "runtime_type": "vllm"}
+		if c != "" {
+			body["kv_connector"] = c
+		}
+		ids = append(ids, g.Register(t, body))
+	}
+	g.WaitWorkersHealthy(t, 1+len(decodeConnectors))
+	return g, ids
+}
+
+// The issue's case: one passthrough vLLM decode and one decode that pairs with nothing. The
+// doctor exits 1 and names both, with the reason.
+func TestDoctorNamesPassthroughAndUnpairableWorkers(t *testing.T) {
+	t.Parallel()
+	g, ids := vllmGateway(t, "", "MooncakeConnector")
+	passthrough, mooncake := ids[0], ids[1]
+
+	code, out, errOut := runCLI([]string{"doctor", "--url", g.URL, "--json"}, nil)
+	assert.Equal(t, 1, code, errOut)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.False(t, rep.OK)
+	assert.Equal(t, 3, rep.Workers)
+	byWorker := map[string][]string{}
+	for _, f := range rep.Findings {
+		byWorker[f.WorkerID] = append(byWorker[f.WorkerID], f.Kind)
+		switch {
+		case f.WorkerID == passthrough && f.Kind == "vllm_passthrough":
+			assert.Contains(t, f.Message, "recomputes every prompt")
+			assert.Equal(t, "error", f.Severity)
+		case f.WorkerID == mooncake && f.Kind == "unpairable_leg":
+			assert.Contains(t, f.Message, "pairs with no prefill")
+			assert.Contains(t, f.Message, "transport (mooncake ≠ nixl)", "the differing component and both values")
+		}
+	}
+	assert.Equal(t, []string{"vllm_passthrough"}, byWorker[passthrough])
+	assert.Equal(t, []string{"unpairable_leg"}, byWorker[mooncake])
+	assert.Len(t, rep.Findings, 2, "nothing else is wrong: %s", out)
+
+	// The text form names both too.
+	code, out, _ = runCLI([]string{"doctor", "--url", g.URL}, nil)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, passthrough)
+	assert.Contains(t, out, mooncake)
+	assert.Contains(t, out, "[vllm_passthrough]")
+	assert.Contains(t, out, "[unpairable_leg]")
+}
+
+func TestDoctorPassesAHealthyFleet(t *testing.T) {
+	t.Parallel()
+	g, _ := vllmGateway(t, "NixlConnector")
+	code, out, errOut := runCLI([]string{"doctor", "--url", g.URL, "--json"}, nil)
+	assert.Equal(t, 0, code, errOut)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.True(t, rep.OK)
+	assert.Empty(t, rep.Findings)
+}
+
+func TestDoctorFailsWhenTheGatewayCannotBeAsked(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":{"code":"unauthorized"}}`, http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	code, _, errOut := runCLI([]string{"doctor", "--url", srv.URL}, nil)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "status 401")
+
+	code, _, errOut = runCLI([]string{"doctor", "--url", "ftp://x"}, nil)
+	assert.Equal(t, 2, code)
+	assert.True(t, strings.Contains(errOut, "--url"), errOut)
+	code, _, _ = runCLI([]string{"doctor", "--url", srv.URL, "--pd-pairing-mode", "loose"}, nil)
+	assert.Equal(t, 2, code)
+}
+
+// --probe-requests sends a tagged one-token prefill to each NIXL prefill: the one that
+// answers without kv_transfer_params is named, the healthy one is not.
+func TestDoctorProbeFindsANixlPrefillWithoutParams(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 2, Decodes: 1,
+		Sim: func(role string, i int, c *sim.Config) {
+			if role == sim.RolePrefill && i == 1 {
+				c.Faults = []string{sim.FaultNoKVParams}
+			}
+		}})
+	ids := map[string]string{}
+	for _, w := range f.Gateway.Workers(t) {
+		ids[w.URL] = w.ID
+	}
+	good, bad := ids[f.Prefills[0].URL()], ids[f.Prefills[1].URL()]
+	require.NotEmpty(t, good)
+	require.NotEmpty(t, bad)
+
+	// Without the flag no request is sent and nothing is found.
+	code, out, errOut := runCLI([]string{"doctor", "--url", f.Gateway.URL, "--json"}, nil)
+	assert.Equal(t, 0, code, errOut+out)
+
+	code, out, _ = runCLI([]string{"doctor", "--url", f.Gateway.URL, "--json", "--probe-requests"}, nil)
+	assert.Equal(t, 1, code, out)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Findings, 1, out)
+	assert.Equal(t, "nixl_prefill_returns_no_kv_transfer_params", rep.Findings[0].Kind)
+	assert.Equal(t, bad, rep.Findings[0].WorkerID)
+	assert.NotEqual(t, good, rep.Findings[0].WorkerID)
+	assert.Equal(t, int64(1), f.Prefills[0].Stats().Requests, "the healthy prefill got exactly the probe")
+}

@@ -79,6 +79,8 @@ type Deps struct {
 	Logger    *slog.Logger
 	// NewUUID mints request ids and Mooncake transfer ids; nil uses UUIDv7.
 	NewUUID func() string
+	// GRPC serves attempts whose selected prefill is a gRPC worker; nil: none (HTTP only).
+	GRPC GRPCPipeline
 }
 
 // Dispatcher serves the PD data-plane routes.
@@ -94,6 +96,7 @@ type Dispatcher struct {
 	needsText bool
 	log       *slog.Logger
 	newUUID   func() string
+	grpc      GRPCPipeline
 }
 
 // New builds a Dispatcher.
@@ -108,7 +111,7 @@ func New(d Deps) *Dispatcher {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
-		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
+		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC}
 }
 
 // Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
@@ -295,6 +298,9 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, errOnlyUnresponsive
 	}
 	defer func() { avoidFailed(preq, err, p, dc) }()
+	if d.grpc != nil && (p.Mode == worker.ConnGRPC || dc.Mode == worker.ConnGRPC) {
+		return d.grpc.Attempt(ctx, w, rq, p, dc, hdr)
+	}
 	if p.Runtime == worker.RuntimeVLLM {
 		return d.sequential(ctx, w, rq, p, dc, hdr)
 	}

@@ -45,6 +45,7 @@ type moduleIn struct {
 	Observer  policy.Observer `optional:"true"`
 	Retries   RetryRecorder   `optional:"true"`
 	Outcomes  OutcomeRecorder `optional:"true"`
+	GRPC      GRPCPipeline    `optional:"true"`
 	Log       *slog.Logger    `optional:"true"`
 }
 
@@ -89,7 +90,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 		InjectHeaders: telemetry.InjectHeaders,
 	})
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: engine, Metrics: in.Metrics,
-		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
+		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{

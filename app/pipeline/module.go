@@ -1,0 +1,60 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
+	"github.com/smg-go/smg/app/admission"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/ports"
+)
+
+// fetcher resolves a worker URL to the registered worker and opens its GetTokenizer
+// bundle (text.BundleFetcher over the gRPC pool).
+type fetcher struct {
+	store ports.WorkerStore
+	pool  *grpcengine.Pool
+}
+
+func (f fetcher) FetchTokenizerBundle(ctx context.Context, url string) (text.BundleStream, error) {
+	w, err := f.store.GetByURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return f.pool.FetchTokenizer(ctx, w.Worker)
+}
+
+// TextModule provides the tokenizer registry (*text.Registry): local sources first
+// (--tokenizer-path, --model-path, worker labels), then the workers' GetTokenizer bundles
+// through the gRPC pool; --chat-template overrides the model's template.
+func TextModule() fx.Option {
+	return fx.Module("text", fx.Provide(func(cfg config.Config, store ports.WorkerStore, pool *grpcengine.Pool) *text.Registry {
+		return text.NewRegistry(text.OSFiles{}, fetcher{store: store, pool: pool}, text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
+	}))
+}
+
+type moduleIn struct {
+	fx.In
+	LC        fx.Lifecycle
+	Config    config.Config
+	Text      *text.Registry
+	Pool      *grpcengine.Pool
+	Admission *admission.Admitter
+	Metrics   ports.PDMetrics `optional:"true"`
+	Log       *slog.Logger    `optional:"true"`
+}
+
+// Module provides the gRPC PD pipeline as dispatch.GRPCPipeline (the HTTP PD router hands
+// it every attempt whose pair is gRPC) and, on stop, waits for the legs it retires.
+func Module() fx.Option {
+	return fx.Module("pipeline", fx.Provide(func(in moduleIn) dispatch.GRPCPipeline {
+		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics, Logger: in.Log})
+		in.LC.Append(fx.Hook{OnStop: pl.Close})
+		return pl
+	}))
+}

@@ -1,0 +1,197 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/ports"
+)
+
+// sequential runs vLLM units (grpc.md §1.9; seed "Sequential Dispatch (vLLM)"): each
+// prefill first, sanitised to one token and tagged for its connector, then the decode with
+// the relayed or synthesized kv_transfer_params. Units run concurrently; the first failure
+// cancels the others.
+func (pl *Pipeline) sequential(ctx context.Context, units []unit, r *responder) error {
+	gctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	var wg sync.WaitGroup
+	for i := range units {
+		wg.Add(1)
+		go func(u *unit) {
+			defer wg.Done()
+			pl.runSequential(gctx, fail, u, r)
+		}(&units[i])
+	}
+	wg.Wait()
+	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
+		var f *fault
+		if errors.As(err, &f) {
+			return f.err
+		}
+		if ctx.Err() != nil {
+			return dispatch.ContextError(ctx, "during the gRPC PD dispatch")
+		}
+	}
+	return nil
+}
+
+// connector modes of a vLLM prefill worker (kv_transfer.rs).
+const (
+	modeNixl        = "nixl"
+	modeMooncake    = "mooncake"
+	modePassthrough = "passthrough"
+)
+
+func connectorMode(kvConnector string) string {
+	switch kvConnector {
+	case wire.ConnectorNixl:
+		return modeNixl
+	case wire.ConnectorMooncake:
+		return modeMooncake
+	}
+	return modePassthrough
+}
+
+func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCauseFunc, u *unit, r *responder) {
+	p := u.pLeg.Worker
+	mode := connectorMode(p.KVConnector)
+	relay := u.width <= 1
+	host := strings.Trim(p.BootstrapHost(), "[]")
+	port := DefaultBootstrapPort
+	if p.BootstrapPort != nil && *p.BootstrapPort > 0 {
+		port = *p.BootstrapPort
+	}
+	// The prefill leg: one token, no stops, not streamed (kv_transfer.rs).
+	pre := u.pLeg
+	pre.Stream = false
+	s := pre.Sampling
+	one := uint32(1)
+	s.MaxTokens, s.MinTokens, s.N, s.Stop, s.StopTokenIDs, s.IgnoreEOS = &one, 0, 1, nil, nil, true
+	pre.Sampling = s
+	transferID := ""
+	switch {
+	case relay && mode == modeNixl:
+		pre.KVTransferJSON = `{"do_remote_decode":true,"do_remote_prefill":false}`
+	case relay && mode == modeMooncake && p.KVEngineID != "":
+		transferID = "xfer-" + pl.newUUID()
+		b, _ := json.Marshal(map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": transferID})
+		pre.KVTransferJSON = string(b)
+	}
+	if pl.metrics != nil {
+		pl.metrics.IncConnectorMode(mode)
+	}
+	legCtx, cancelLegs := context.WithCancel(context.WithoutCancel(gctx))
+	defer cancelLegs()
+	start := time.Now()
+	harvested, ok := pl.runPrefill(gctx, fail, pre, u, r, legCtx)
+	if !ok {
+		return
+	}
+	if pl.metrics != nil {
+		pl.metrics.ObservePrefillDuration(r.j.name, string(p.Runtime), time.Since(start))
+	}
+	dec := u.dLeg
+	switch {
+	case relay && mode == modeMooncake && transferID != "":
+		b, _ := json.Marshal(map[string]any{"do_remote_decode": false, "do_remote_prefill": true, "transfer_id": transferID,
+			"remote_engine_id": p.KVEngineID, "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
+		dec.KVTransferJSON = string(b)
+	case mode == modeMooncake:
+		dec.KVHost, dec.KVPort = host, port
+	case relay && harvested != "":
+		dec.KVTransferJSON = harvested
+	case relay && mode == modeNixl:
+		if pl.metrics != nil {
+			pl.metrics.IncKVTransferFailure()
+		}
+		pl.log.Warn("NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
+			"prefill", p.DisplayURL(), "request_id", pre.RequestID)
+	}
+	dst, err := pl.gen.Generate(legCtx, dec)
+	if err != nil {
+		fail(pl.legFault("decode", dec, err, false))
+		return
+	}
+	stop := make(chan struct{})
+	dch := reader(dst, stop)
+	first := false
+	for {
+		select {
+		case it := <-dch:
+			switch {
+			case it.err == io.EOF:
+				close(stop)
+				dst.Close()
+				return
+			case it.err != nil:
+				fail(pl.legFault("decode", dec, it.err, first))
+				close(stop)
+				dst.Close()
+				return
+			}
+			first = true
+			if r.event(u, it.ev) {
+				close(stop)
+				if it.ev.Complete {
+					dst.Close()
+				} else {
+					pl.retire(dec, dst)
+				}
+				return
+			}
+		case <-gctx.Done():
+			if !first && !isFault(context.Cause(gctx)) {
+				pl.deferAbort(dec, dst, dch, stop)
+				return
+			}
+			pl.retire(dec, dst)
+			close(stop)
+			return
+		}
+	}
+}
+
+// runPrefill runs the one-token vLLM prefill to its end and returns the kv_transfer_params
+// it handed back ("" = none). ok is false when it failed or the group ended.
+func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFunc, pre ports.GRPCLeg, u *unit, r *responder, legCtx context.Context) (string, bool) {
+	pst, err := pl.gen.Generate(legCtx, pre)
+	if err != nil {
+		fail(pl.legFault("prefill", pre, err, false))
+		return "", false
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	pch := reader(pst, stop)
+	harvested := ""
+	for {
+		select {
+		case it := <-pch:
+			switch {
+			case it.err == io.EOF:
+				pst.Close()
+				return harvested, true
+			case it.err != nil:
+				pst.Close()
+				fail(pl.legFault("prefill", pre, it.err, false))
+				return "", false
+			case it.ev.Complete:
+				r.prefilled(u, it.ev)
+				if harvested == "" {
+					harvested = it.ev.KVTransferJSON
+				}
+			}
+		case <-gctx.Done():
+			pl.retire(pre, pst)
+			return "", false
+		}
+	}
+}

@@ -81,7 +81,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	switch {
 	case relay && mode == modeNixl:
 		pre.KVTransferJSON = `{"do_remote_decode":true,"do_remote_prefill":false}`
-	case relay && mode == modeMooncake && p.KVEngineID != "":
+	case relay && mode == modeMooncake && p.EngineID() != "":
 		transferID = "xfer-" + pl.newUUID()
 		b, _ := json.Marshal(map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": transferID})
 		pre.KVTransferJSON = string(b)
@@ -103,7 +103,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	switch {
 	case relay && mode == modeMooncake && transferID != "":
 		b, _ := json.Marshal(map[string]any{"do_remote_decode": false, "do_remote_prefill": true, "transfer_id": transferID,
-			"remote_engine_id": p.KVEngineID, "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
+			"remote_engine_id": p.EngineID(), "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
 		dec.KVTransferJSON = string(b)
 	case mode == modeMooncake:
 		dec.KVHost, dec.KVPort = host, port

@@ -81,8 +81,8 @@ func isFault(err error) bool {
 // runUnit runs one prefill/decode pair sharing a request id and a rendezvous.
 func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, u *unit, r *responder) {
 	// The legs' RPCs outlive the client's context: the decode's abort is deferred.
-	legCtx, cancelLegs := context.WithCancel(context.WithoutCancel(gctx))
-	defer cancelLegs()
+	// Each stream's Close cancels its RPC; the legs are not tied to gctx's cancellation.
+	legCtx := context.WithoutCancel(gctx)
 	pst, err := pl.gen.Generate(legCtx, u.pLeg)
 	if err != nil {
 		fail(pl.legFault("prefill", u.pLeg, err, false))

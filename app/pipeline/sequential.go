@@ -89,8 +89,8 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	if pl.metrics != nil {
 		pl.metrics.IncConnectorMode(mode)
 	}
-	legCtx, cancelLegs := context.WithCancel(context.WithoutCancel(gctx))
-	defer cancelLegs()
+	// Each stream's Close cancels its RPC; the legs are not tied to gctx's cancellation.
+	legCtx := context.WithoutCancel(gctx)
 	start := time.Now()
 	harvested, ok := pl.runPrefill(gctx, fail, pre, u, r, legCtx)
 	if !ok {

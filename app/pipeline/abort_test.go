@@ -34,10 +34,15 @@ type rig struct {
 // over a real gRPC pool and tokenizer registry, the decode abort deferred by wait.
 func newRig(t *testing.T, wait time.Duration, mod func(role string, c *grpcsim.Config)) *rig {
 	t.Helper()
+	return newEngineRig(t, grpcsim.EngineSGLang, wait, mod)
+}
+
+func newEngineRig(t *testing.T, engine string, wait time.Duration, mod func(role string, c *grpcsim.Config)) *rig {
+	t.Helper()
 	dir := texttest.Dir(t, texttest.Qwen3)
 	r := &rig{}
 	for _, role := range []string{grpcsim.RolePrefill, grpcsim.RoleDecode} {
-		c := grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: "sim-model"}
+		c := grpcsim.Config{Engine: engine, Role: role, Model: "sim-model"}
 		if mod != nil {
 			mod(role, &c)
 		}
@@ -45,7 +50,7 @@ func newRig(t *testing.T, wait time.Duration, mod func(role string, c *grpcsim.C
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		bp := s.BootstrapPort()
-		w := worker.NewLive(worker.Worker{ID: role, URL: s.URL(), Role: worker.Role(role), Runtime: worker.RuntimeSGLang,
+		w := worker.NewLive(worker.Worker{ID: role, URL: s.URL(), Role: worker.Role(role), Runtime: worker.Runtime(engine),
 			Mode: worker.ConnGRPC, Labels: map[string]string{"tokenizer_path": dir}, BootstrapPort: &bp}, worker.StatusReady)
 		if role == grpcsim.RolePrefill {
 			r.p, r.pw = s, w

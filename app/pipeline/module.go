@@ -14,8 +14,12 @@ import (
 	"github.com/smg-go/smg/ports"
 )
 
-// fetcher resolves a worker URL to the registered worker and opens its GetTokenizer
-// bundle (text.BundleFetcher over the gRPC pool).
+// NewBundleFetcher is the text.BundleFetcher of the tokenizer registry: it resolves a worker
+// URL to the registered worker and opens its GetTokenizer bundle on the gRPC pool.
+func NewBundleFetcher(store ports.WorkerStore, pool *grpcengine.Pool) text.BundleFetcher {
+	return fetcher{store: store, pool: pool}
+}
+
 type fetcher struct {
 	store ports.WorkerStore
 	pool  *grpcengine.Pool
@@ -34,7 +38,7 @@ func (f fetcher) FetchTokenizerBundle(ctx context.Context, url string) (text.Bun
 // through the gRPC pool; --chat-template overrides the model's template.
 func TextModule() fx.Option {
 	return fx.Module("text", fx.Provide(func(cfg config.Config, store ports.WorkerStore, pool *grpcengine.Pool) *text.Registry {
-		return text.NewRegistry(text.OSFiles{}, fetcher{store: store, pool: pool}, text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
+		return text.NewRegistry(text.OSFiles{}, NewBundleFetcher(store, pool), text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
 	}))
 }
 

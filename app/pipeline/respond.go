@@ -8,6 +8,7 @@ import (
 	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/respond"
 	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -27,6 +28,11 @@ type responder struct {
 	prompt    []ports.GRPCEvent
 	gotPrompt []bool
 	committed bool
+	// decodeID names the decode worker (X-Smg-Routed-Worker-Id); start anchors TTFT.
+	decodeID string
+	runtime  string
+	start    time.Time
+	metrics  ports.PDMetrics
 
 	chat *respond.ChatStream
 	cmpl *respond.CompletionStream
@@ -37,7 +43,11 @@ func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string,
 	total := len(j.prompts) * j.n
 	r := &responder{j: j, w: w, meta: respond.Meta{ID: clientID, Model: j.name, Created: time.Now().Unix()},
 		states: make([]*respond.SampleState, total), samples: make([]respond.Sample, total), finished: make([]bool, total),
-		left: map[*unit]int{}, prompt: make([]ports.GRPCEvent, len(j.prompts)), gotPrompt: make([]bool, len(j.prompts))}
+		left: map[*unit]int{}, prompt: make([]ports.GRPCEvent, len(j.prompts)), gotPrompt: make([]bool, len(j.prompts)),
+		start: time.Now(), metrics: pl.metrics}
+	if len(units) > 0 {
+		r.decodeID, r.runtime = units[0].dLeg.Worker.ID, string(units[0].dLeg.Worker.Runtime)
+	}
 	toolName, reasonName := pl.cfg.ToolCallParser, pl.cfg.ReasoningParser
 	if toolName == "" && reasonName == "" {
 		toolName, reasonName = respond.ParsersForModel(j.name)
@@ -147,8 +157,13 @@ func (r *responder) write(b []byte) {
 		h := r.w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
+		h.Set(wire.HeaderRoutedWorker, r.decodeID)
 		r.w.WriteHeader(http.StatusOK)
 		r.committed = true
+		if r.metrics != nil {
+			// smg_pd_ttft_seconds: request start to the first streamed byte.
+			r.metrics.ObserveTTFT(r.j.name, r.runtime, time.Since(r.start))
+		}
 	}
 	_, _ = r.w.Write(b)
 	if f, ok := r.w.(http.Flusher); ok {
@@ -210,6 +225,7 @@ func (r *responder) finish() {
 	}
 	h := r.w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set(wire.HeaderRoutedWorker, r.decodeID)
 	r.w.WriteHeader(http.StatusOK)
 	r.committed = true
 	_, _ = r.w.Write(body)

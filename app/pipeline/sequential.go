@@ -44,12 +44,19 @@ func (pl *Pipeline) sequential(ctx context.Context, units []unit, r *responder) 
 	return nil
 }
 
-// connector modes of a vLLM prefill worker (kv_transfer.rs).
+// connector modes of a vLLM prefill worker (kv_transfer.rs), the
+// smg_pd_kv_connector_mode_total{mode} values.
 const (
-	modeNixl        = "nixl"
-	modeMooncake    = "mooncake"
-	modePassthrough = "passthrough"
+	modeNixl        = wire.ModeNixl
+	modeMooncake    = wire.ModeMooncake
+	modePassthrough = wire.ModePassthrough
 )
+
+// kvTransferObserver is the optional smg_pd_kv_transfer_duration_seconds recorder of the
+// metrics adapter (prefill completion to decode dispatch).
+type kvTransferObserver interface {
+	ObserveKVTransferDuration(model, runtime string, d time.Duration)
+}
 
 func connectorMode(kvConnector string) string {
 	switch kvConnector {
@@ -116,10 +123,14 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		pl.log.Warn("NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
 			"prefill", p.DisplayURL(), "request_id", pre.RequestID)
 	}
+	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
 		fail(pl.legFault("decode", dec, err, false))
 		return
+	}
+	if o, ok := pl.metrics.(kvTransferObserver); ok {
+		o.ObserveKVTransferDuration(r.j.name, string(p.Runtime), time.Since(prefilledAt))
 	}
 	stop := make(chan struct{})
 	dch := reader(dst, stop)

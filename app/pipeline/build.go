@@ -35,6 +35,10 @@ func (pl *Pipeline) responseID(j *job) (client, engine string) {
 		return "chatcmpl-" + u, "chatcmpl-" + u
 	case handoff.RouteCompletions:
 		return "cmpl-" + u, "cmpl-" + u
+	case handoff.RouteMessages:
+		return "msg_" + u, "msg_" + u
+	case handoff.RouteResponses:
+		return "resp_" + u, "resp_" + u
 	}
 	if j.rid != "" {
 		return j.rid, j.rid + "-" + u

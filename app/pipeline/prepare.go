@@ -31,6 +31,8 @@ type clientBody struct {
 	Echo                bool            `json:"echo"`
 	SamplingParams      *knobs          `json:"sampling_params"`
 	MaxCompletionTokens *uint32         `json:"max_completion_tokens"`
+	MaxOutputTokens     *uint32         `json:"max_output_tokens"`
+	StopSequences       []string        `json:"stop_sequences"`
 	knobs
 }
 
@@ -122,6 +124,12 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 	if rq.Route == handoff.RouteChat && b.MaxCompletionTokens != nil {
 		k.MaxTokens = b.MaxCompletionTokens
 	}
+	if rq.Route == handoff.RouteResponses {
+		k.MaxTokens = b.MaxOutputTokens
+	}
+	if rq.Route == handoff.RouteMessages && len(b.StopSequences) > 0 {
+		k.Stop, _ = json.Marshal(b.StopSequences)
+	}
 	j := &job{rq: rq, model: m, name: name, n: rq.N, stream: b.Stream, echo: b.Echo, rid: b.Rid, tools: b.Tools,
 		includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage, skipSpecial: true}
 	if k.SkipSpecialTokens != nil {
@@ -154,6 +162,21 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 			if errors.Is(err, text.ErrNoChatTemplate) {
 				return nil, errs.BadRequest("model '%s': %v", name, err)
 			}
+			return nil, errs.BadRequest("chat template: %v", err)
+		}
+		j.prompts = []prompt{{text: txt, ids: ids}}
+	case handoff.RouteMessages, handoff.RouteResponses:
+		conv := text.FromAnthropic
+		if rq.Route == handoff.RouteResponses {
+			conv = text.FromResponses
+		}
+		in, err := conv(rq.Body.Bytes())
+		if err != nil {
+			return nil, errs.BadRequest("%v", err)
+		}
+		j.tools = in.Tools
+		txt, ids, err := m.ChatPrompt(in)
+		if err != nil {
 			return nil, errs.BadRequest("chat template: %v", err)
 		}
 		j.prompts = []prompt{{text: txt, ids: ids}}

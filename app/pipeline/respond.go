@@ -37,6 +37,10 @@ type responder struct {
 	chat *respond.ChatStream
 	cmpl *respond.CompletionStream
 	gen  *respond.GenerateStream
+	msg  *respond.MessageStream
+	resp *respond.ResponseStream
+	// started is set once a Messages/Responses stream sent its opening events.
+	started bool
 }
 
 func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string, units []unit) *responder {
@@ -54,7 +58,7 @@ func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string,
 	}
 	for i := range r.states {
 		var parser *respond.OutputParser
-		if j.rq.Route == handoff.RouteChat {
+		if j.rq.Route == handoff.RouteChat || j.rq.Route == handoff.RouteMessages || j.rq.Route == handoff.RouteResponses {
 			var rp *respond.ReasoningParser
 			var tp respond.ToolParser
 			if reasonName != "" {
@@ -77,6 +81,10 @@ func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string,
 			r.chat = respond.NewChatStream(r.meta, nil)
 		case handoff.RouteCompletions:
 			r.cmpl = respond.NewCompletionStream(r.meta, nil)
+		case handoff.RouteMessages:
+			r.msg = respond.NewMessageStream(r.meta)
+		case handoff.RouteResponses:
+			r.resp = respond.NewResponseStream(r.meta)
 		default:
 			n := 0
 			for _, p := range j.prompts {
@@ -133,6 +141,27 @@ func (r *responder) streamDelta(idx int, d respond.Delta, raw string, ids []uint
 		r.write(r.cmpl.Delta(idx, raw, nil))
 	case r.gen != nil && (raw != "" || len(ids) > 0):
 		r.write(r.gen.Delta(idx, raw, ids))
+	case r.msg != nil:
+		r.open()
+		r.write(r.msg.Delta(d))
+	case r.resp != nil:
+		r.open()
+		r.write(r.resp.Delta(d))
+	}
+}
+
+// open sends a Messages or Responses stream's opening events once (message_start carries
+// the gateway's prompt count: the prefill's is not known yet).
+func (r *responder) open() {
+	if r.started {
+		return
+	}
+	r.started = true
+	if r.msg != nil {
+		r.write(r.msg.Start(len(r.j.prompts[0].ids), 0))
+	}
+	if r.resp != nil {
+		r.write(r.resp.Start())
 	}
 }
 
@@ -144,6 +173,12 @@ func (r *responder) finishEvent(idx int, f respond.Finish) []byte {
 		return r.cmpl.Finish(idx, f)
 	case r.gen != nil:
 		return r.gen.Finish(idx, f)
+	case r.msg != nil:
+		r.open()
+		return r.msg.Finish(f, r.samples[idx].CompletionTokens)
+	case r.resp != nil:
+		r.open()
+		return r.resp.Finish(f, r.usage())
 	}
 	return nil
 }
@@ -207,7 +242,9 @@ func (r *responder) finish() {
 		if r.j.includeUsage && r.cmpl != nil {
 			r.write(r.cmpl.Usage(u))
 		}
-		r.write(respond.DoneEvent)
+		if r.msg == nil && r.resp == nil {
+			r.write(respond.DoneEvent)
+		}
 		return
 	}
 	var body []byte
@@ -220,6 +257,10 @@ func (r *responder) finish() {
 			echo = r.j.prompts[0].text
 		}
 		body = respond.Completion(r.meta, r.samples, u, nil, echo)
+	case handoff.RouteMessages:
+		body = respond.Message(r.meta, r.samples[0], u)
+	case handoff.RouteResponses:
+		body = respond.Response(r.meta, r.samples[0], u)
 	default:
 		body = respond.Generate(r.meta.ID, r.samples, u, nil)
 	}

@@ -421,6 +421,12 @@ func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if d.grpc != nil && p.Mode == worker.ConnGRPC {
+		if err := d.grpc.CountTokens(ctx, w, rq, p); err != nil {
+			WriteError(w, err)
+		}
+		return
+	}
 	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: d.legHeaders(r.Header)})
 	if err != nil {
 		WriteError(w, legTransportError("prefill", p, err, ctx))

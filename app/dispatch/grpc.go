@@ -16,6 +16,9 @@ import (
 // the response head reached the client.
 type GRPCPipeline interface {
 	Attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p, dc *worker.Live, hdr http.Header) (committed bool, err error)
+	// CountTokens answers /v1/messages/count_tokens for the Anthropic body rq with the
+	// gateway's own count on gRPC worker p's model (no leg is contacted).
+	CountTokens(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p *worker.Live) error
 }
 
 // LegFault is an attempt's failure blamed on worker w, for a GRPCPipeline: e is the client

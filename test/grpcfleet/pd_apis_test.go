@@ -79,3 +79,15 @@ func TestGRPCMessagesAndResponses(t *testing.T) {
 	assert.Equal(t, want, out.String())
 	handoffClean(t, p, d, 3)
 }
+
+// count_tokens on a gRPC fleet is answered by the gateway: no leg is contacted.
+func TestGRPCCountTokens(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	const q = "Count my tokens"
+	r := g.Post(t, "/v1/messages/count_tokens", map[string]any{"model": pdModel,
+		"messages": []map[string]any{{"role": "user", "content": q}}}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	assert.EqualValues(t, len(chatPrompt(t, q)), r.Object(t)["input_tokens"])
+	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+}

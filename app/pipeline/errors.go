@@ -11,12 +11,17 @@ import (
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
 
 // fault is a failed leg, the cause a dispatch group is cancelled with; err is the
-// dispatch.LegFault the attempt returns.
-type fault struct{ err error }
+// dispatch.LegFault the attempt returns, w and status what w's breaker records.
+type fault struct {
+	err    error
+	w      *worker.Live
+	status int
+}
 
 func (f *fault) Error() string { return f.err.Error() }
 
@@ -48,7 +53,7 @@ func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started boo
 	}
 	e := &errs.Error{Status: st, Code: code, Leg: leg, Retryable: retry,
 		Message: leg + " worker " + l.Worker.ID + " failed: " + msg}
-	return &fault{err: dispatch.LegFault(e, l.Worker, st, nil)}
+	return &fault{err: dispatch.LegFault(e, l.Worker, st, nil), w: l.Worker, status: st}
 }
 
 // retryableStatus is the retry set of smg-spec.md §6.7: 408, 429, 500, 502, 503, 504.
@@ -59,4 +64,11 @@ func retryableStatus(s int) bool {
 		return true
 	}
 	return false
+}
+
+// record reports a leg outcome to the breakers, if any.
+func (pl *Pipeline) record(w *worker.Live, status int) {
+	if pl.outcomes != nil {
+		pl.outcomes.Record(w, status, nil)
+	}
 }

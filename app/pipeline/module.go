@@ -49,15 +49,16 @@ type moduleIn struct {
 	Text      *text.Registry
 	Pool      *grpcengine.Pool
 	Admission *admission.Admitter
-	Metrics   ports.PDMetrics `optional:"true"`
-	Log       *slog.Logger    `optional:"true"`
+	Metrics   ports.PDMetrics          `optional:"true"`
+	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
+	Log       *slog.Logger             `optional:"true"`
 }
 
 // Module provides the gRPC PD pipeline as dispatch.GRPCPipeline (the HTTP PD router hands
 // it every attempt whose pair is gRPC) and, on stop, waits for the legs it retires.
 func Module() fx.Option {
 	return fx.Module("pipeline", fx.Provide(func(in moduleIn) dispatch.GRPCPipeline {
-		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics, Logger: in.Log})
+		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics, Outcomes: in.Outcomes, Logger: in.Log})
 		in.LC.Append(fx.Hook{OnStop: pl.Close})
 		return pl
 	}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -62,7 +63,7 @@ func (pl *Pipeline) parallel(ctx context.Context, units []unit, r *responder) er
 	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
 		var f *fault
 		if errors.As(err, &f) {
-			return f.err
+			return f
 		}
 		if ctx.Err() != nil {
 			return dispatch.ContextError(ctx, "during the gRPC PD dispatch")
@@ -104,6 +105,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			switch {
 			case it.err == io.EOF:
 				prefillDone, pch = true, nil
+				pl.record(u.pLeg.Worker, http.StatusOK)
 			case it.err != nil:
 				prefillDone, pch = true, nil
 				fail(pl.legFault("prefill", u.pLeg, it.err, first))
@@ -114,6 +116,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			switch {
 			case it.err == io.EOF:
 				decodeDone, dch = true, nil
+				pl.record(u.dLeg.Worker, http.StatusOK)
 			case it.err != nil:
 				decodeDone, dch = true, nil
 				fail(pl.legFault("decode", u.dLeg, it.err, first))
@@ -124,6 +127,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 					// leaves the engine generating: abort it.
 					stopped = !it.ev.Complete
 					decodeDone, dch = true, nil
+					pl.record(u.dLeg.Worker, http.StatusOK)
 				}
 			}
 		case <-gctx.Done():

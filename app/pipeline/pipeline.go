@@ -36,7 +36,11 @@ type Deps struct {
 	Admission dispatch.Admitter
 	// Metrics may be nil.
 	Metrics ports.PDMetrics
-	Logger  *slog.Logger
+	// Outcomes records leg outcomes for the circuit breakers (successes, and failures after
+	// the response was committed; uncommitted failures are recorded by dispatch's retry
+	// loop); nil: none.
+	Outcomes dispatch.OutcomeRecorder
+	Logger   *slog.Logger
 	// NewUUID mints request ids; nil uses UUIDv7.
 	NewUUID func() string
 	// DeferredAbortWait overrides DeferredAbortMaxWait (tests); 0 = the default.
@@ -51,6 +55,7 @@ type Pipeline struct {
 	gen          ports.GRPCGenerator
 	admit        dispatch.Admitter
 	metrics      ports.PDMetrics
+	outcomes     dispatch.OutcomeRecorder
 	log          *slog.Logger
 	newUUID      func() string
 	deferredWait time.Duration
@@ -73,7 +78,7 @@ func New(d Deps) *Pipeline {
 	if d.DeferredAbortWait <= 0 {
 		d.DeferredAbortWait = DeferredAbortMaxWait
 	}
-	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, log: d.Logger,
+	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, log: d.Logger,
 		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, closing: make(chan struct{})}
 }
 
@@ -117,6 +122,13 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 		err = pl.sequential(ctx, units, r)
 	} else {
 		err = pl.parallel(ctx, units, r)
+	}
+	if f, ok := err.(*fault); ok {
+		committed := r.isCommitted()
+		if committed {
+			pl.record(f.w, f.status) // after the commit the retry loop records nothing
+		}
+		return committed, f.err
 	}
 	if err != nil {
 		return r.isCommitted(), err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ func (pl *Pipeline) sequential(ctx context.Context, units []unit, r *responder) 
 	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
 		var f *fault
 		if errors.As(err, &f) {
-			return f.err
+			return f
 		}
 		if ctx.Err() != nil {
 			return dispatch.ContextError(ctx, "during the gRPC PD dispatch")
@@ -140,6 +141,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		case it := <-dch:
 			switch {
 			case it.err == io.EOF:
+				pl.record(dec.Worker, http.StatusOK)
 				close(stop)
 				dst.Close()
 				return
@@ -151,6 +153,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			}
 			first = true
 			if r.event(u, it.ev) {
+				pl.record(dec.Worker, http.StatusOK)
 				close(stop)
 				if it.ev.Complete {
 					dst.Close()
@@ -189,6 +192,7 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 			switch {
 			case it.err == io.EOF:
 				pst.Close()
+				pl.record(pre.Worker, http.StatusOK)
 				return harvested, true
 			case it.err != nil:
 				pst.Close()

@@ -2,6 +2,7 @@ package grpcfleet_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ func TestGRPCPrefillFailsFast(t *testing.T) {
 		"the decode leg is aborted: %+v", d.Stats())
 	assert.Zero(t, d.Stats().Errors, "the decode's end is an abort, not an engine error")
 	assert.EqualValues(t, 1, p.Stats().Errors)
+	hostport := strings.TrimPrefix(p.URL(), "grpc://")
+	assert.EqualValues(t, 1, cbOutcomes(t, g, hostport, "failure"), "the prefill's breaker counts the failure")
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure"), "the retired decode's breaker does not move")
 }
 
 // A decode the engine refuses (INVALID_ARGUMENT) answers 400 at once; the prefill, waiting
@@ -95,4 +99,5 @@ func TestGRPCRetryReselectsPrefill(t *testing.T) {
 	assert.EqualValues(t, 2, s[1].Stats().HandoffsSent)
 	assert.EqualValues(t, 2, s[2].Stats().HandoffsReceived)
 	assert.Zero(t, s[2].Stats().RecomputedPrompts+s[2].Stats().UnmatchedRooms)
+	assert.EqualValues(t, 2, cbOutcomes(t, g, strings.TrimPrefix(s[2].URL(), "grpc://"), "success"), "decode successes reach the breaker")
 }

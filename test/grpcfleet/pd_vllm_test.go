@@ -30,6 +30,23 @@ func metric(t *testing.T, g *fleet.Gateway, series string) float64 {
 	return v
 }
 
+// cbOutcomes is smg_worker_cb_outcomes_total for the worker at url and outcome, summed
+// over the series whose labels contain both (0 when none).
+func cbOutcomes(t *testing.T, g *fleet.Gateway, url, outcome string) float64 {
+	t.Helper()
+	r := g.Get(t, "/metrics")
+	total := 0.0
+	for _, line := range strings.Split(string(r.Body), "\n") {
+		if strings.HasPrefix(line, "smg_worker_cb_outcomes_total{") && strings.Contains(line, `outcome="`+outcome+`"`) &&
+			strings.Contains(line, url) {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			require.NoError(t, err)
+			total += v
+		}
+	}
+	return total
+}
+
 // A NIXL prefill that returns no kv_transfer_params: the decode recomputes the prompt,
 // smg_pd_kv_transfer_failures_total counts it, and the answer is the recomputed text.
 func TestVLLMNixlPrefillReturnsNothing(t *testing.T) {

@@ -99,6 +99,10 @@ func hasTools(raw json.RawMessage) bool {
 // workers' labels, then their GetTokenizer bundles), render the chat template and tokenize
 // (add_special_tokens=false, grpc.md §1.14).
 func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *worker.Live) (*job, error) {
+	if rq.Logprobs {
+		return nil, errs.New(http.StatusNotImplemented, wire.CodeNotSupported,
+			"logprobs are not served over gRPC PD by this gateway yet; ask without logprobs or use HTTP workers")
+	}
 	var b clientBody
 	if err := json.Unmarshal(rq.Body.Bytes(), &b); err != nil {
 		return nil, errs.BadRequest("invalid request body: %v", err)

@@ -101,3 +101,45 @@ func TestGRPCRetryReselectsPrefill(t *testing.T) {
 	assert.Zero(t, s[2].Stats().RecomputedPrompts+s[2].Stats().UnmatchedRooms)
 	assert.EqualValues(t, 2, cbOutcomes(t, g, strings.TrimPrefix(s[2].URL(), "grpc://"), "success"), "decode successes reach the breaker")
 }
+
+// A decode that dies mid-stream after the response was committed: the stream ends without
+// [DONE] (no retry is possible), the decode's breaker counts the failure, the prefill's
+// does not.
+func TestGRPCDecodeDiesMidStream(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RoleDecode {
+			c.Faults = []string{"die-after:3"}
+		}
+	}, nil)
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "die midway", "max_tokens": 8, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done := sseData(t, r.Body)
+	assert.False(t, done, "a broken stream does not end with [DONE]")
+	var b strings.Builder
+	for _, ev := range events {
+		for _, c := range ev["choices"].([]any) {
+			if s, ok := c.(map[string]any)["text"].(string); ok {
+				b.WriteString(s)
+			}
+		}
+	}
+	m, _ := qwen3(t)
+	full := detok(t, grpcsim.HandoffTokens(m.Tokenizer.Encode("die midway", false), 8))
+	assert.True(t, strings.HasPrefix(full, b.String()), "what was streamed is a prefix of the handoff text")
+	assert.EqualValues(t, 1, d.Stats().Requests, "no retry after the commit")
+	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure") == 1 },
+		faultBound, 20*time.Millisecond, "the decode's breaker counts the broken stream")
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
+}
+
+// Logprobs are refused clearly (not silently dropped) before any leg.
+func TestGRPCLogprobsRefused(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "logprobs": true,
+		"messages": []map[string]string{{"role": "user", "content": "x"}}}, nil)
+	require.Equal(t, http.StatusNotImplemented, r.Status, string(r.Body))
+	assert.Equal(t, "not_supported", errCode(t, r))
+	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+}

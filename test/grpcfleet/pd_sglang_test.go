@@ -109,3 +109,44 @@ func TestSGLangGRPCCompletionsAndGenerate(t *testing.T) {
 	}
 	handoffClean(t, p, d, 4)
 }
+
+// A stop string is trimmed by the gateway (SGLang workers take no string stops): the text
+// ends before its first occurrence, finish_reason "stop", streaming and not.
+func TestSGLangGRPCStopString(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	m, _ := qwen3(t)
+	const q = "where do we stop"
+	full := detok(t, grpcsim.HandoffTokens(m.Tokenizer.Encode(q, false), 12))
+	runes := []rune(full)
+	require.Greater(t, len(runes), 6)
+	stop := string(runes[len(runes)/2 : len(runes)/2+2])
+	want := full[:strings.Index(full, stop)]
+	for _, stream := range []bool{false, true} {
+		r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": q, "max_tokens": 12, "stop": stop, "stream": stream}, nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		got, finish := "", ""
+		if stream {
+			events, done := sseData(t, r.Body)
+			require.True(t, done)
+			for _, ev := range events {
+				for _, c := range ev["choices"].([]any) {
+					c := c.(map[string]any)
+					if s, ok := c["text"].(string); ok {
+						got += s
+					}
+					if f, ok := c["finish_reason"].(string); ok {
+						finish = f
+					}
+				}
+			}
+		} else {
+			c := r.Object(t)["choices"].([]any)[0].(map[string]any)
+			got, finish = c["text"].(string), c["finish_reason"].(string)
+		}
+		assert.Equal(t, want, got, "stream=%t stop=%q", stream, stop)
+		assert.Equal(t, "stop", finish, "stream=%t", stream)
+	}
+	assert.EqualValues(t, 2, d.Stats().HandoffsReceived)
+	assert.Zero(t, p.Stats().Errors+d.Stats().Errors)
+}

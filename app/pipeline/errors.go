@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -71,4 +73,42 @@ func (pl *Pipeline) record(w *worker.Live, status int) {
 	if pl.outcomes != nil {
 		pl.outcomes.Record(w, status, nil)
 	}
+}
+
+// deadline is a leg's timer channel: nil (never fires) for a zero duration.
+func deadline(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// timeoutFault is the 504 of a leg that sent nothing within its deadline
+// (--prefill-timeout-secs until the prefill's answer; --first-byte-timeout-secs or
+// --decode-timeout-secs until the decode's first item), counted as unresponsive: a retry
+// avoids the worker for the rest of the request.
+func (pl *Pipeline) timeoutFault(leg string, l ports.GRPCLeg) *fault {
+	code, flag, lim := wire.CodePrefillTimeout, "--prefill-timeout-secs", pl.cfg.PrefillTimeout
+	if leg == "decode" {
+		code, flag, lim = wire.CodeDecodeTimeout, "--decode-timeout-secs", pl.cfg.DecodeTimeout
+		if l.Stream {
+			code, flag, lim = wire.CodeDecodeFirstByteTimeout, "--first-byte-timeout-secs", pl.cfg.FirstByteTimeout
+		}
+	}
+	e := &errs.Error{Status: http.StatusGatewayTimeout, Code: code, Leg: leg, Retryable: true,
+		Message: leg + " worker " + l.Worker.ID + " sent no output within " + flag + " (" + lim.String() + ")"}
+	cause := fmt.Errorf("%s deadline: %w", leg, errs.ErrUnresponsive)
+	return &fault{err: dispatch.LegFault(e, l.Worker, 0, cause), w: l.Worker}
+}
+
+// legDeadline is the deadline of a leg until its first answer.
+func (pl *Pipeline) legDeadline(leg string, l ports.GRPCLeg) time.Duration {
+	switch {
+	case leg == "prefill":
+		return pl.cfg.PrefillTimeout
+	case l.Stream:
+		return pl.cfg.FirstByteTimeout
+	}
+	return pl.cfg.DecodeTimeout
 }

@@ -97,11 +97,22 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	}
 	stopP, stopD := make(chan struct{}), make(chan struct{})
 	pch, dch := reader(pst, stopP), reader(dst, stopD)
+	ptC, stopPT := deadline(pl.legDeadline("prefill", u.pLeg))
+	defer stopPT()
+	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))
+	defer stopDT()
 	prefillDone, decodeDone, first := false, false, false
 	stopped := false // a gateway stop ended the samples before the engine did
 	for !(prefillDone && decodeDone) {
 		select {
+		case <-ptC:
+			ptC = nil
+			fail(pl.timeoutFault("prefill", u.pLeg))
+		case <-dtC:
+			dtC = nil
+			fail(pl.timeoutFault("decode", u.dLeg))
 		case it := <-pch:
+			ptC = nil // the prefill answered
 			switch {
 			case it.err == io.EOF:
 				prefillDone, pch = true, nil
@@ -113,6 +124,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 				r.prefilled(u, it.ev)
 			}
 		case it := <-dch:
+			dtC = nil
 			switch {
 			case it.err == io.EOF:
 				decodeDone, dch = true, nil
@@ -121,7 +133,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 				decodeDone, dch = true, nil
 				fail(pl.legFault("decode", u.dLeg, it.err, first))
 			default:
-				first = true
+				first, dtC = true, nil
 				if r.event(u, it.ev) {
 					// Every sample finished; a complete ends the stream, a gateway stop
 					// leaves the engine generating: abort it.

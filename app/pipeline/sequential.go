@@ -136,8 +136,13 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	stop := make(chan struct{})
 	dch := reader(dst, stop)
 	first := false
+	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
+	defer stopDT()
 	for {
 		select {
+		case <-dtC:
+			dtC = nil
+			fail(pl.timeoutFault("decode", dec))
 		case it := <-dch:
 			switch {
 			case it.err == io.EOF:
@@ -151,7 +156,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				dst.Close()
 				return
 			}
-			first = true
+			first, dtC = true, nil
 			if r.event(u, it.ev) {
 				pl.record(dec.Worker, http.StatusOK)
 				close(stop)
@@ -186,8 +191,14 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 	defer close(stop)
 	pch := reader(pst, stop)
 	harvested := ""
+	ptC, stopPT := deadline(pl.legDeadline("prefill", pre))
+	defer stopPT()
 	for {
 		select {
+		case <-ptC:
+			pl.retire(pre, pst)
+			fail(pl.timeoutFault("prefill", pre))
+			return "", false
 		case it := <-pch:
 			switch {
 			case it.err == io.EOF:

@@ -143,3 +143,28 @@ func TestGRPCLogprobsRefused(t *testing.T) {
 	assert.Equal(t, "not_supported", errCode(t, r))
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
 }
+
+// A decode that never answers: 504 decode_timeout at --decode-timeout-secs, blamed on the
+// decode; the prefill waiting for it is aborted at once.
+func TestGRPCDecodeHangsTimesOut(t *testing.T) {
+	t.Parallel()
+	const limit = time.Second
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RoleDecode {
+			c.Faults = []string{"hang"}
+		}
+	}, func(c *config.Config) { c.DecodeTimeout = limit; c.DisableRetries = true })
+	warm(t, g)
+	start := time.Now()
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "hang on", "max_tokens": 4}, nil)
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusGatewayTimeout, r.Status, string(r.Body))
+	assert.Equal(t, "decode_timeout", errCode(t, r))
+	assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "--decode-timeout-secs")
+	assert.GreaterOrEqual(t, elapsed, limit)
+	assert.Less(t, elapsed, limit+faultBound)
+	require.Eventually(t, func() bool { return p.Stats().Aborted == 1 && d.Stats().Aborted == 1 }, faultBound, 10*time.Millisecond,
+		"both legs aborted: prefill %+v decode %+v", p.Stats(), d.Stats())
+	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure") >= 1 }, faultBound, 20*time.Millisecond)
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
+}

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,20 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	modelOnce sync.Once
+	model     *text.Model
+	modelErr  error
+)
+
+// sharedModel is the Qwen3 model at dir, parsed once per test binary (seconds under -race).
+func sharedModel(t *testing.T, dir string) *text.Model {
+	t.Helper()
+	modelOnce.Do(func() { model, modelErr = text.LoadModel(text.OSFiles{}, dir, text.LoadOptions{}) })
+	require.NoError(t, modelErr)
+	return model
+}
 
 type rig struct {
 	pl   *pipeline.Pipeline
@@ -51,7 +66,7 @@ func newEngineRig(t *testing.T, engine string, wait time.Duration, mod func(role
 		t.Cleanup(func() { _ = s.Close() })
 		bp := s.BootstrapPort()
 		w := worker.NewLive(worker.Worker{ID: role, URL: s.URL(), Role: worker.Role(role), Runtime: worker.Runtime(engine),
-			Mode: worker.ConnGRPC, Labels: map[string]string{"tokenizer_path": dir}, BootstrapPort: &bp}, worker.StatusReady)
+			Mode: worker.ConnGRPC, Models: []string{"sim-model"}, Labels: map[string]string{"tokenizer_path": dir}, BootstrapPort: &bp}, worker.StatusReady)
 		if role == grpcsim.RolePrefill {
 			r.p, r.pw = s, w
 		} else {
@@ -60,8 +75,9 @@ func newEngineRig(t *testing.T, engine string, wait time.Duration, mod func(role
 	}
 	pool := grpcengine.New(grpcengine.Options{})
 	t.Cleanup(func() { _ = pool.Close() })
-	r.pl = pipeline.New(pipeline.Deps{Config: config.Default(), Text: text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{}),
-		Engines: pool, DeferredAbortWait: wait})
+	reg := text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{})
+	reg.Put("sim-model", sharedModel(t, dir)) // loaded once per test binary
+	r.pl = pipeline.New(pipeline.Deps{Config: config.Default(), Text: reg, Engines: pool, DeferredAbortWait: wait})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/text"
@@ -38,8 +39,23 @@ func qwen3(t *testing.T) (*text.Model, string) {
 }
 
 // pdFleet starts a prefill and a decode simulator of engine (mod adjusts each config) and
-// a gateway in front of them (cfgMod adjusts it), and waits until both are ready.
+// a gateway in front of them (cfgMod adjusts it), and waits until both are ready. The
+// gateway's tokenizer registry starts with the test binary's Qwen3 model (parsing it costs
+// seconds per gateway under -race); pdFleetLoading lets the gateway load it itself.
 func pdFleet(t *testing.T, engine string, mod func(role string, c *grpcsim.Config), cfgMod func(*config.Config)) (*fleet.Gateway, *grpcsim.Server, *grpcsim.Server) {
+	t.Helper()
+	m, _ := qwen3(t)
+	return startPD(t, engine, mod, cfgMod, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
+}
+
+// pdFleetLoading is pdFleet with the gateway loading the tokenizer from the workers'
+// tokenizer_path labels.
+func pdFleetLoading(t *testing.T, engine string, mod func(role string, c *grpcsim.Config), cfgMod func(*config.Config)) (*fleet.Gateway, *grpcsim.Server, *grpcsim.Server) {
+	t.Helper()
+	return startPD(t, engine, mod, cfgMod)
+}
+
+func startPD(t *testing.T, engine string, mod func(role string, c *grpcsim.Config), cfgMod func(*config.Config), extra ...fx.Option) (*fleet.Gateway, *grpcsim.Server, *grpcsim.Server) {
 	t.Helper()
 	_, dir := qwen3(t)
 	mk := func(role string) grpcsim.Config {
@@ -56,7 +72,7 @@ func pdFleet(t *testing.T, engine string, mod func(role string, c *grpcsim.Confi
 	if cfgMod != nil {
 		cfgMod(&cfg)
 	}
-	g := fleet.StartGateway(t, cfg)
+	g := fleet.StartGateway(t, cfg, extra...)
 	g.WaitWorkers(t, 2)
 	return g, s[0], s[1]
 }

@@ -13,7 +13,8 @@ import (
 
 func TestSGLangGRPCChatCompletion(t *testing.T) {
 	t.Parallel()
-	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	// The gateway loads the tokenizer itself, from the workers' tokenizer_path label.
+	g, p, d := pdFleetLoading(t, grpcsim.EngineSGLang, nil, nil)
 	const q = "What is the capital of France?"
 	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 12,
 		"messages": []map[string]string{{"role": "user", "content": q}}}, nil)

@@ -147,6 +147,9 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 		FrequencyPenalty: k.FrequencyPenalty, PresencePenalty: k.PresencePenalty, RepetitionPenalty: k.RepetitionPenalty,
 		MaxTokens: k.MaxTokens, MinTokens: k.MinTokens, IgnoreEOS: k.IgnoreEOS, SkipSpecialTokens: j.skipSpecial, Seed: k.Seed}
 	if dc.Runtime == worker.RuntimeSGLang {
+		// The gateway detokenizes: SGLang always gets skip_special_tokens (grpc.md §1.14);
+		// the client's choice applies to the gateway's own decoder.
+		j.sampling.SkipSpecialTokens = true
 		// SGLang workers run without a tokenizer: one-token stops become ids, every string
 		// stop is the gateway's to trim (helpers.rs resolve_string_stops).
 		r := text.ResolveStringStops(m.Tokenizer, stops, k.StopTokenIDs)
@@ -185,6 +188,10 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 		}
 		j.prompts = []prompt{{text: txt, ids: ids}}
 	case handoff.RouteCompletions:
+		if ids, batch, ok := idList(b.Prompt); ok {
+			j.prompts, j.batch = ids, batch
+			break
+		}
 		ps, batch, err := textList(b.Prompt, "prompt")
 		if err != nil {
 			return nil, err
@@ -247,6 +254,25 @@ func stopList(raw json.RawMessage) ([]string, error) {
 		return nil, errs.BadRequest("stop must be a string or a list of strings")
 	}
 	return many, nil
+}
+
+// idList reads a completions prompt given as token ids: a flat list (one prompt) or a list
+// of lists (a batch); ok is false for any other shape.
+func idList(raw json.RawMessage) ([]prompt, bool, bool) {
+	raw = bytes.TrimSpace(raw)
+	var one []uint32
+	if len(raw) > 0 && json.Unmarshal(raw, &one) == nil && len(one) > 0 {
+		return []prompt{{ids: one}}, false, true
+	}
+	var many [][]uint32
+	if len(raw) > 0 && json.Unmarshal(raw, &many) == nil && len(many) > 0 {
+		out := make([]prompt, len(many))
+		for i, ids := range many {
+			out[i] = prompt{ids: ids}
+		}
+		return out, true, true
+	}
+	return nil, false, false
 }
 
 // textList reads a prompt field: a string, or a non-empty list of strings (batch true).

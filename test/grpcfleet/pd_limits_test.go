@@ -50,6 +50,17 @@ func TestGRPCContextLengthSmallerWindow(t *testing.T) {
 	r = g.Post(t, "/generate", map[string]any{"input_ids": inputIDs(50), "sampling_params": map[string]any{"max_new_tokens": 2}}, nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	handoffClean(t, p, d, 1)
+
+	// Completions with token-id prompts: each prompt of a batch is checked alone.
+	r = g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": [][]uint32{inputIDs(50), inputIDs(51)}, "max_tokens": 2}, nil)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	assert.Equal(t, "context_length_exceeded", errCode(t, r))
+	r = g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": [][]uint32{inputIDs(50), inputIDs(40)}, "max_tokens": 3}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	ch := r.Object(t)["choices"].([]any)
+	require.Len(t, ch, 2)
+	assert.Equal(t, detok(t, grpcsim.HandoffTokens(inputIDs(40), 3)), ch[1].(map[string]any)["text"])
+	handoffClean(t, p, d, 3)
 }
 
 // Window 1, wait 0: of 8 concurrent requests one is admitted, 7 are shed with Retry-After.

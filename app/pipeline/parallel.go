@@ -102,7 +102,8 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))
 	defer stopDT()
 	prefillDone, decodeDone, first := false, false, false
-	stopped := false // a gateway stop ended the samples before the engine did
+	stopped := false   // a gateway stop ended the samples before the engine did
+	completed := false // every sample got its complete; the stream's end is still read
 	for !(prefillDone && decodeDone) {
 		select {
 		case <-ptC:
@@ -129,17 +130,24 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			case it.err == io.EOF:
 				decodeDone, dch = true, nil
 				pl.record(u.dLeg.Worker, http.StatusOK)
+			case it.err != nil && completed:
+				// Every sample already finished; the answer stands.
+				decodeDone, dch = true, nil
+				pl.log.Warn("gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "err", it.err)
 			case it.err != nil:
 				decodeDone, dch = true, nil
 				fail(pl.legFault("decode", u.dLeg, it.err, first))
+			case completed:
 			default:
 				first, dtC = true, nil
 				if r.event(u, it.ev) {
-					// Every sample finished; a complete ends the stream, a gateway stop
-					// leaves the engine generating: abort it.
-					stopped = !it.ev.Complete
-					decodeDone, dch = true, nil
-					pl.record(u.dLeg.Worker, http.StatusOK)
+					if it.ev.Complete {
+						completed = true // read on to the stream's end
+					} else {
+						// A gateway stop ended the samples; the engine is still generating.
+						stopped, decodeDone, dch = true, true, nil
+						pl.record(u.dLeg.Worker, http.StatusOK)
+					}
 				}
 			}
 		case <-gctx.Done():
@@ -149,7 +157,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			} else {
 				pst.Close()
 			}
-			if !decodeDone {
+			if !decodeDone && !completed {
 				if !first && !isFault(context.Cause(gctx)) {
 					pl.deferAbort(u.dLeg, dst, dch, stopD)
 					return

@@ -135,7 +135,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	}
 	stop := make(chan struct{})
 	dch := reader(dst, stop)
-	first := false
+	first, completed := false, false
 	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
 	defer stopDT()
 	for {
@@ -151,23 +151,33 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				dst.Close()
 				return
 			case it.err != nil:
-				fail(pl.legFault("decode", dec, it.err, first))
+				if !completed {
+					fail(pl.legFault("decode", dec, it.err, first))
+				}
+				close(stop)
+				dst.Close()
+				return
+			case completed:
+				continue
+			}
+			first, dtC = true, nil
+			if r.event(u, it.ev) {
+				if it.ev.Complete {
+					completed = true // read on to the stream's end
+					continue
+				}
+				// A gateway stop ended the samples; the engine is still generating.
+				pl.record(dec.Worker, http.StatusOK)
+				close(stop)
+				pl.retire(dec, dst)
+				return
+			}
+		case <-gctx.Done():
+			if completed {
 				close(stop)
 				dst.Close()
 				return
 			}
-			first, dtC = true, nil
-			if r.event(u, it.ev) {
-				pl.record(dec.Worker, http.StatusOK)
-				close(stop)
-				if it.ev.Complete {
-					dst.Close()
-				} else {
-					pl.retire(dec, dst)
-				}
-				return
-			}
-		case <-gctx.Done():
 			if !first && !isFault(context.Cause(gctx)) {
 				pl.deferAbort(dec, dst, dch, stop)
 				return

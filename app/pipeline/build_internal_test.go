@@ -136,3 +136,19 @@ func TestContextWindowAndCheck(t *testing.T) {
 	assert.NoError(t, checkContext(j, live(worker.RuntimeSGLang, worker.RolePrefill, nil), live(worker.RuntimeSGLang, worker.RoleDecode, nil)),
 		"no window, no check")
 }
+
+func TestMooncakeEngineID(t *testing.T) {
+	p := live(worker.RuntimeVLLM, worker.RolePrefill, nil)
+	assert.Equal(t, "", mooncakeEngineID(p), "no engine id: unknown")
+	p.KVEngineID = "eng"
+	assert.Equal(t, "eng", mooncakeEngineID(p))
+	p.SetEngineID("fresh")
+	assert.Equal(t, "fresh", mooncakeEngineID(p), "the refreshed id wins")
+	p.Labels = map[string]string{"data_parallel_size": "2"}
+	assert.Equal(t, "", mooncakeEngineID(p), "DP>1 needs a pinned rank")
+	r := 1
+	p.DPRank = &r
+	assert.Equal(t, "fresh_dp1", mooncakeEngineID(p))
+	p.Labels = map[string]string{"dp_size": "zero"}
+	assert.Equal(t, "", mooncakeEngineID(p), "an unparsable dp size fails closed")
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -69,6 +70,39 @@ func connectorMode(kvConnector string) string {
 	return modePassthrough
 }
 
+// mooncakeEngineID is the prefill's effective KV engine id for a Mooncake handoff
+// (kv_transfer.rs; grpc.md §1.9): its live engine id; with DP > 1 "{base}_dp{rank}", which
+// needs a pinned rank; a dp size label that is not a positive integer fails closed. "" =
+// unknown (the decode then gets the legacy typed host and port).
+func mooncakeEngineID(p *worker.Live) string {
+	base := p.EngineID()
+	if base == "" {
+		return ""
+	}
+	dp := 1
+	if p.DPSize != nil {
+		dp = *p.DPSize
+	} else {
+		for _, k := range []string{"data_parallel_size", wire.LabelDPSize} {
+			if v, ok := p.Label(k); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return ""
+				}
+				dp = n
+				break
+			}
+		}
+	}
+	if dp <= 1 {
+		return base
+	}
+	if p.DPRank == nil {
+		return ""
+	}
+	return base + "_dp" + strconv.Itoa(*p.DPRank)
+}
+
 func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCauseFunc, u *unit, r *responder) {
 	p := u.pLeg.Worker
 	mode := connectorMode(p.KVConnector)
@@ -89,7 +123,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	switch {
 	case relay && mode == modeNixl:
 		pre.KVTransferJSON = `{"do_remote_decode":true,"do_remote_prefill":false}`
-	case relay && mode == modeMooncake && p.EngineID() != "":
+	case relay && mode == modeMooncake && mooncakeEngineID(p) != "":
 		transferID = "xfer-" + pl.newUUID()
 		b, _ := json.Marshal(map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": transferID})
 		pre.KVTransferJSON = string(b)
@@ -111,7 +145,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	switch {
 	case relay && mode == modeMooncake && transferID != "":
 		b, _ := json.Marshal(map[string]any{"do_remote_decode": false, "do_remote_prefill": true, "transfer_id": transferID,
-			"remote_engine_id": p.EngineID(), "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
+			"remote_engine_id": mooncakeEngineID(p), "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
 		dec.KVTransferJSON = string(b)
 	case mode == modeMooncake:
 		dec.KVHost, dec.KVPort = host, port

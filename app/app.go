@@ -79,8 +79,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 			return metrics.NewFallbackCounter(reg)
 		}),
 		admission.Module(),
-		pipeline.TextModule(), // gRPC text pipeline: tokenizers, chat templates
-		pipeline.Module(),     // gRPC PD attempts, handed over by dispatch
+		pipeline.TextModule(),  // gRPC text pipeline: tokenizers, chat templates
+		pipeline.Module(),      // gRPC PD attempts, handed over by dispatch
+		pipeline.LoadsModule(), // smg_engine_pd_* from the gRPC workers' load reports
 		dispatch.Module(),
 		resilienceModule(),
 		serverModule(),

@@ -92,3 +92,27 @@ type GRPCGenerator interface {
 	// deadline (10 s) and detached from ctx's cancellation.
 	Abort(ctx context.Context, w worker.Worker, reason string, requestIDs ...string) error
 }
+
+// GRPCDisaggLoad is one DP rank's disaggregation section of an engine load report (SGLang
+// GetLoads include "disagg"; smg-spec.md §9.1: prefill_queue_reqs = prefill_prealloc +
+// prefill_inflight, decode_queue_reqs = decode_prealloc + decode_transfer +
+// decode_retracted).
+type GRPCDisaggLoad struct {
+	DPRank                             int
+	Mode                               string
+	KVTransferLatencyMs, KVTransferGBs float64
+	PrefillQueueReqs, DecodeQueueReqs  int
+}
+
+// GRPCLoads reads engine load reports.
+type GRPCLoads interface {
+	// DisaggLoads returns w's per-rank disaggregation statistics; empty when the engine
+	// reports none (or its runtime has no such report).
+	DisaggLoads(ctx context.Context, w worker.Worker) ([]GRPCDisaggLoad, error)
+}
+
+// EnginePDMetrics publishes the smg_engine_pd_* gauges (labels worker, role, dp_rank).
+type EnginePDMetrics interface {
+	SetEnginePD(workerURL, role string, l GRPCDisaggLoad)
+	ForgetEnginePD(workerURL string)
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/adapters/engine/grpcengine"
+	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/app/admission"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
@@ -52,6 +54,23 @@ type moduleIn struct {
 	Metrics   ports.PDMetrics          `optional:"true"`
 	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger             `optional:"true"`
+}
+
+// LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
+// smg_engine_pd_* gauges.
+func LoadsModule() fx.Option {
+	return fx.Module("engine-loads", fx.Invoke(func(lc fx.Lifecycle, reg *prometheus.Registry, store ports.WorkerStore, pool *grpcengine.Pool, log *slog.Logger) error {
+		m, err := metrics.NewEnginePDMetrics(reg)
+		if err != nil {
+			return err
+		}
+		lp := NewLoadPoller(store, pool, m, log)
+		lc.Append(fx.Hook{
+			OnStart: func(context.Context) error { lp.Start(DefaultLoadInterval); return nil },
+			OnStop:  func(context.Context) error { lp.Stop(); return nil },
+		})
+		return nil
+	}))
 }
 
 // Module provides the gRPC PD pipeline as dispatch.GRPCPipeline (the HTTP PD router hands

@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -115,4 +116,11 @@ type GRPCLoads interface {
 type EnginePDMetrics interface {
 	SetEnginePD(workerURL, role string, l GRPCDisaggLoad)
 	ForgetEnginePD(workerURL string)
+}
+
+// DecodeTTFTMetrics records smg_router_ttft_seconds{backend_type="pd"} for the gRPC
+// pipeline: the decode leg's dispatch to its first output. endpoint is chat, completions,
+// generate, messages or responses.
+type DecodeTTFTMetrics interface {
+	ObserveDecodeTTFT(model, endpoint string, d time.Duration)
 }

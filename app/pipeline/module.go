@@ -51,6 +51,8 @@ type moduleIn struct {
 	Text      *text.Registry
 	Pool      *grpcengine.Pool
 	Admission *admission.Admitter
+	Registry  *prometheus.Registry
+	PDM       *metrics.Metrics
 	Metrics   ports.PDMetrics          `optional:"true"`
 	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger             `optional:"true"`
@@ -76,9 +78,14 @@ func LoadsModule() fx.Option {
 // Module provides the gRPC PD pipeline as dispatch.GRPCPipeline (the HTTP PD router hands
 // it every attempt whose pair is gRPC) and, on stop, waits for the legs it retires.
 func Module() fx.Option {
-	return fx.Module("pipeline", fx.Provide(func(in moduleIn) dispatch.GRPCPipeline {
-		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics, Outcomes: in.Outcomes, Logger: in.Log})
+	return fx.Module("pipeline", fx.Provide(func(in moduleIn) (dispatch.GRPCPipeline, error) {
+		rm, err := metrics.NewRouterMetrics(in.Registry, in.PDM)
+		if err != nil {
+			return nil, err
+		}
+		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
+			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log})
 		in.LC.Append(fx.Hook{OnStop: pl.Close})
-		return pl
+		return pl, nil
 	}))
 }

@@ -89,6 +89,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		fail(pl.legFault("prefill", u.pLeg, err, false))
 		return
 	}
+	decodeStart := time.Now()
 	dst, err := pl.gen.Generate(legCtx, u.dLeg)
 	if err != nil {
 		pl.retire(u.pLeg, pst)
@@ -139,6 +140,9 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 				fail(pl.legFault("decode", u.dLeg, it.err, first))
 			case completed:
 			default:
+				if !first {
+					pl.observeDecodeTTFT(r.j, decodeStart)
+				}
 				first, dtC = true, nil
 				if r.event(u, it.ev) {
 					if it.ev.Complete {

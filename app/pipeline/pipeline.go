@@ -40,7 +40,9 @@ type Deps struct {
 	// the response was committed; uncommitted failures are recorded by dispatch's retry
 	// loop); nil: none.
 	Outcomes dispatch.OutcomeRecorder
-	Logger   *slog.Logger
+	// DecodeTTFT records smg_router_ttft_seconds (the decode leg only); nil: none.
+	DecodeTTFT ports.DecodeTTFTMetrics
+	Logger     *slog.Logger
 	// NewUUID mints request ids; nil uses UUIDv7.
 	NewUUID func() string
 	// DeferredAbortWait overrides DeferredAbortMaxWait (tests); 0 = the default.
@@ -56,6 +58,7 @@ type Pipeline struct {
 	admit        dispatch.Admitter
 	metrics      ports.PDMetrics
 	outcomes     dispatch.OutcomeRecorder
+	decodeTTFT   ports.DecodeTTFTMetrics
 	log          *slog.Logger
 	newUUID      func() string
 	deferredWait time.Duration
@@ -78,7 +81,7 @@ func New(d Deps) *Pipeline {
 	if d.DeferredAbortWait <= 0 {
 		d.DeferredAbortWait = DeferredAbortMaxWait
 	}
-	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, log: d.Logger,
+	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
 		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, closing: make(chan struct{})}
 }
 
@@ -151,4 +154,28 @@ func (pl *Pipeline) admitRooms(ctx context.Context, dc *worker.Live, n int) (fun
 		return nil, err
 	}
 	return rel, nil
+}
+
+// endpoint is the metric label of a route (smg-spec.md §7.2).
+func endpoint(r handoff.Route) string {
+	switch r {
+	case handoff.RouteChat:
+		return "chat"
+	case handoff.RouteCompletions:
+		return "completions"
+	case handoff.RouteGenerate:
+		return "generate"
+	case handoff.RouteMessages:
+		return "messages"
+	case handoff.RouteResponses:
+		return "responses"
+	}
+	return "other"
+}
+
+// observeDecodeTTFT records a decode leg's first output, dispatched at start.
+func (pl *Pipeline) observeDecodeTTFT(j *job, start time.Time) {
+	if pl.decodeTTFT != nil {
+		pl.decodeTTFT.ObserveDecodeTTFT(j.name, endpoint(j.rq.Route), time.Since(start))
+	}
 }

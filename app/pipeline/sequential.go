@@ -194,6 +194,9 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			case completed:
 				continue
 			}
+			if !first {
+				pl.observeDecodeTTFT(r.j, prefilledAt)
+			}
 			first, dtC = true, nil
 			if r.event(u, it.ev) {
 				if it.ev.Complete {

@@ -112,6 +112,8 @@ func TestGRPCStreamingTokenSpeedAndVLLM(t *testing.T) {
 			assert.Equal(t, detok(t, grpcsim.HandoffTokens(m.Tokenizer.Encode("stream "+engine, false), 6)), b.String())
 			handoffClean(t, p, d, 1)
 			assert.EqualValues(t, 1, metric(t, g, `smg_pd_ttft_seconds_count{backend_type="pd",model="`+pdModel+`",runtime="`+engine+`"}`))
+			assert.EqualValues(t, 1, metric(t, g, `smg_router_ttft_seconds_count{backend_type="pd",endpoint="completions",model="`+pdModel+`",router_type="grpc"}`),
+				"the decode leg's own TTFT")
 		})
 	}
 }

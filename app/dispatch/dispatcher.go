@@ -79,7 +79,8 @@ type Deps struct {
 	Logger    *slog.Logger
 	// NewUUID mints request ids and Mooncake transfer ids; nil uses UUIDv7.
 	NewUUID func() string
-	// GRPC serves attempts whose selected prefill is a gRPC worker; nil: none (HTTP only).
+	// GRPC serves attempts whose selected pair has a gRPC leg (and count_tokens on a gRPC
+	// prefill); nil: none (HTTP only).
 	GRPC GRPCPipeline
 }
 

@@ -11,8 +11,9 @@ import (
 )
 
 // chatOnce sends one non-streaming chat and asserts its text is the detokenized handoff
-// tokens and its usage the prefill's counts (a cold prompt: 0 cached).
-func chatOnce(t *testing.T, post func(body map[string]any) (int, map[string]any), q string, n int) {
+// tokens and its usage the prefill's counts: cached is what the prefill reported (0 for a
+// cold prompt; the decode, which got the KV, reports every prompt token cached).
+func chatOnce(t *testing.T, post func(body map[string]any) (int, map[string]any), q string, n, cached int) {
 	t.Helper()
 	status, body := post(map[string]any{"model": pdModel, "max_tokens": n,
 		"messages": []map[string]string{{"role": "user", "content": q}}})
@@ -23,9 +24,9 @@ func chatOnce(t *testing.T, post func(body map[string]any) (int, map[string]any)
 	u := body["usage"].(map[string]any)
 	assert.EqualValues(t, len(ids), u["prompt_tokens"])
 	assert.EqualValues(t, n, u["completion_tokens"])
-	if d, ok := u["prompt_tokens_details"].(map[string]any); ok {
-		assert.EqualValues(t, 0, d["cached_tokens"], "a cold prompt has nothing cached")
-	}
+	d, ok := u["prompt_tokens_details"].(map[string]any)
+	require.True(t, ok, "usage has prompt_tokens_details: %v", u)
+	assert.EqualValues(t, cached, d["cached_tokens"])
 }
 
 func TestPDEnginesOverGRPCChat(t *testing.T) {
@@ -48,8 +49,11 @@ func TestPDEnginesOverGRPCChat(t *testing.T) {
 				r := g.Post(t, "/v1/chat/completions", b, nil)
 				return r.Status, r.Object(t)
 			}
-			chatOnce(t, post, "Tell me about "+tc.name, 8)
-			handoffClean(t, p, d, 1)
+			q := "Tell me about " + tc.name
+			chatOnce(t, post, q, 8, 0)
+			// The same prompt again: the prefill's prefix cache holds it.
+			chatOnce(t, post, q, 8, len(chatPrompt(t, q)))
+			handoffClean(t, p, d, 2)
 			assert.Zero(t, p.Stats().Errors+d.Stats().Errors)
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/health"
+	"github.com/smg-go/smg/app/pipeline"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/ports"
 )
@@ -81,6 +82,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 			return metrics.NewFallbackCounter(reg)
 		}),
 		admission.Module(),
+		pipeline.TextModule(),  // gRPC text pipeline: tokenizers, chat templates
+		pipeline.Module(),      // gRPC PD attempts, handed over by dispatch
+		pipeline.LoadsModule(), // smg_engine_pd_* from the gRPC workers' load reports
 		dispatch.Module(),
 		resilienceModule(),
 		observabilityModule(),

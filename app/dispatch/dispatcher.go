@@ -79,6 +79,9 @@ type Deps struct {
 	Logger    *slog.Logger
 	// NewUUID mints request ids and Mooncake transfer ids; nil uses UUIDv7.
 	NewUUID func() string
+	// GRPC serves attempts whose selected pair has a gRPC leg (and count_tokens on a gRPC
+	// prefill); nil: none (HTTP only).
+	GRPC GRPCPipeline
 }
 
 // Dispatcher serves the PD data-plane routes.
@@ -94,6 +97,7 @@ type Dispatcher struct {
 	needsText bool
 	log       *slog.Logger
 	newUUID   func() string
+	grpc      GRPCPipeline
 }
 
 // New builds a Dispatcher.
@@ -108,7 +112,7 @@ func New(d Deps) *Dispatcher {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
-		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID}
+		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC}
 }
 
 // Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
@@ -319,6 +323,9 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	}
 	tr.decode = dc.URL
 	defer func() { avoidFailed(preq, err, p, dc) }()
+	if d.grpc != nil && (p.Mode == worker.ConnGRPC || dc.Mode == worker.ConnGRPC) {
+		return d.grpc.Attempt(ctx, w, rq, p, dc, hdr)
+	}
 	if handoff.IsMoRIIO(p.Worker) || handoff.IsMoRIIO(dc.Worker) {
 		return d.moriio(ctx, w, rq, p, dc, hdr) // before the runtime: a MoRI-IO leg never recomputes
 	}
@@ -442,6 +449,12 @@ func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if d.grpc != nil && p.Mode == worker.ConnGRPC {
+		if err := d.grpc.CountTokens(ctx, w, rq, p); err != nil {
+			WriteError(w, err)
+		}
+		return
+	}
 	resp, err := d.engine.Send(ctx, ports.LegRequest{Worker: p, Path: r.URL.Path, Body: body, Header: d.legHeaders(r.Header)})
 	if err != nil {
 		WriteError(w, legTransportError("prefill", p, err, ctx))

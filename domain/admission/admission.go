@@ -38,21 +38,21 @@ func ParseWindow(s string) (int, error) {
 	return n, nil
 }
 
-// WindowOf returns the running window of a decode worker: its max_running_requests label,
-// set at registration or filled from what the engine reports (SGLang /get_server_info
-// max_running_requests). gated is false when the label is absent or not a positive
-// integer: such workers are not gated (seed: "Decode workers that report no window, such
-// as vLLM, are not gated").
+// WindowOf returns the running window of a decode worker: its max_num_seqs label (TokenSpeed's
+// --max-num-seqs, reported over gRPC), else its max_running_requests label, set at
+// registration or filled from what the engine reports (SGLang max_running_requests) — SMG's
+// Worker::max_running_requests order (grpc.md §1.2). gated is false when neither is a
+// positive integer: such workers are not gated (seed: "Decode workers that report no window,
+// such as vLLM, are not gated").
 func WindowOf(w worker.Worker) (window int, gated bool) {
-	s, ok := w.Label(wire.LabelMaxRunningRequests)
-	if !ok {
-		return 0, false
+	for _, key := range []string{wire.LabelMaxNumSeqs, wire.LabelMaxRunningRequests} {
+		if s, ok := w.Label(key); ok {
+			if n, err := ParseWindow(s); err == nil {
+				return n, true
+			}
+		}
 	}
-	n, err := ParseWindow(s)
-	if err != nil {
-		return 0, false
-	}
-	return n, true
+	return 0, false
 }
 
 // Decision is the outcome of one admission step.

@@ -26,6 +26,9 @@ func TestWindowOf(t *testing.T) {
 		{"zero: not gated", map[string]string{"max_running_requests": "0"}, 0, false},
 		{"negative: not gated", map[string]string{"max_running_requests": "-4"}, 0, false},
 		{"not a number: not gated", map[string]string{"max_running_requests": "lots"}, 0, false},
+		{"max_num_seqs first (TokenSpeed)", map[string]string{"max_num_seqs": "12", "max_running_requests": "64"}, 12, true},
+		{"max_num_seqs alone", map[string]string{"max_num_seqs": "3"}, 3, true},
+		{"bad max_num_seqs falls back", map[string]string{"max_num_seqs": "0", "max_running_requests": "5"}, 5, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -34,4 +34,6 @@ fi
 echo "== load comparison (smg-bench suite)"
 # shellcheck disable=SC2086
 "$BIN/smg-bench" suite --bin "$BIN" ${BENCH_ARGS:-}
+echo "== gRPC PD: gateway vs direct gRPC client (in-process, SGLang, zero latency)"
+SMG_BENCH_GRPC=1 $GO test -run '^TestBenchGRPCGatewayVsDirect$' -count=1 -v -timeout 5m ./test/grpcfleet | grep -E 'pair|median|^(ok|FAIL|---)'
 echo "== bench.sh took $(( $(date +%s) - start ))s"

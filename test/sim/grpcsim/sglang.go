@@ -94,9 +94,25 @@ func (x *sglangService) GetServerInfo(context.Context, *sglangpb.GetServerInfoRe
 		StartTime: timestamppb.New(x.s.start)}, nil
 }
 
-func (x *sglangService) GetLoads(context.Context, *sglangpb.GetLoadsRequest) (*sglangpb.GetLoadsResponse, error) {
+// GetLoads reports one rank (the instance's DPRank); with include "disagg" or "all" a
+// disaggregation section as SGLang's servicer sends in PD mode: the mode, running requests
+// as the role's inflight/transfer queue, and fixed transfer figures (2.5 ms, 8 GB/s).
+func (x *sglangService) GetLoads(_ context.Context, r *sglangpb.GetLoadsRequest) (*sglangpb.GetLoadsResponse, error) {
+	running := int32(x.s.c.running.Load())
+	l := &sglangpb.SchedulerLoad{DpRank: int32(x.s.cfg.DPRank), NumRunningReqs: running, MaxRunningRequests: int32(x.s.cfg.MaxRunningRequests)}
+	for _, inc := range r.GetInclude() {
+		if inc == "disagg" || inc == "all" {
+			d := &sglangpb.DisaggregationMetrics{Mode: x.s.cfg.Role, KvTransferLatencyMs: 2.5, KvTransferSpeedGbS: 8}
+			if x.s.cfg.Role == RolePrefill {
+				d.PrefillInflightQueueReqs = running
+			} else {
+				d.DecodeTransferQueueReqs = running
+			}
+			l.Disaggregation = d
+		}
+	}
 	return &sglangpb.GetLoadsResponse{Timestamp: time.Now().UTC().Format(time.RFC3339), Version: SGLangVersion, DpRankCount: 1,
-		Loads: []*sglangpb.SchedulerLoad{{NumRunningReqs: int32(x.s.c.running.Load()), MaxRunningRequests: int32(x.s.cfg.MaxRunningRequests)}}}, nil
+		Loads: []*sglangpb.SchedulerLoad{l}}, nil
 }
 
 func (x *sglangService) GetTokenizer(_ *commonpb.GetTokenizerRequest, st grpc.ServerStreamingServer[commonpb.GetTokenizerChunk]) error {

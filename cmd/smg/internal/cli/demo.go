@@ -30,6 +30,8 @@ type demoOptions struct {
 	logLevel  string
 	sim       string
 	transport string // "http" or "grpc"
+	// tokenizer is the directory the gRPC simulators serve (GetTokenizer, tokenizer_path).
+	tokenizer string
 }
 
 // newDemo is `smg demo`: a simulated 2 prefill + 2 decode fleet behind a gateway.
@@ -67,6 +69,7 @@ No GPU, no Redis, no network. Ctrl-C (or SIGTERM) stops the gateway and every si
 	f.IntVar(&o.port, "port", o.port, "gateway `port`")
 	f.StringVar(&o.logLevel, "log-level", o.logLevel, "gateway log level: debug, info, warn or error")
 	f.StringVar(&o.sim, "sim", "", "`path` of the smg-sim binary (default: next to smg, then PATH)")
+	f.StringVar(&o.tokenizer, "tokenizer-path", "", "gRPC: tokenizer `directory` the simulators serve, so chat and completions work (default: the Qwen3 fixture of `make fixtures`, when present)")
 	return cmd
 }
 
@@ -77,7 +80,15 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	}
 	start, register, banner := startFleet, registerFleet, printBanner
 	if o.transport == "grpc" {
-		start, register, banner = startGRPCFleet, registerGRPCFleet, printGRPCBanner
+		tok := o.tokenizer
+		if tok == "" {
+			tok = fixtureTokenizer()
+		}
+		start = func(ctx context.Context, bin, engine, model string) (fleet, error) {
+			return startGRPCFleet(ctx, bin, engine, model, tok)
+		}
+		register = registerGRPCFleet
+		banner = func(out io.Writer, engine, base string, fl fleet) { printGRPCBanner(out, engine, base, fl, tok) }
 	}
 	fl, err := start(ctx, bin, o.engine, demoModel)
 	if err != nil {

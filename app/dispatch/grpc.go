@@ -1,0 +1,35 @@
+package dispatch
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/handoff"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// GRPCPipeline serves one attempt whose selected pair is gRPC (app/pipeline): the gateway
+// tokenizes, runs both legs as Generate RPCs and builds the response itself. The retry loop,
+// selection, blame ledger and breakers stay here: an uncommitted failure blamed on one
+// worker is returned as LegFault, anything else as an *errs.Error. committed reports that
+// the response head reached the client.
+type GRPCPipeline interface {
+	Attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p, dc *worker.Live, hdr http.Header) (committed bool, err error)
+	// CountTokens answers /v1/messages/count_tokens for the Anthropic body rq with the
+	// gateway's own count on gRPC worker p's model (no leg is contacted).
+	CountTokens(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p *worker.Live) error
+}
+
+// LegFault is an attempt's failure blamed on worker w, for a GRPCPipeline: e is the client
+// error (e.Leg names the leg), status what w's breaker records (the leg's HTTP status; 0
+// with cause for a transport failure). The retry loop records it once and applies the
+// blame ledger, as for the HTTP legs.
+func LegFault(e *errs.Error, w *worker.Live, status int, cause error) error {
+	return &legFault{e: e, w: w, status: status, cause: cause}
+}
+
+// ContextError is the client-facing error of an attempt whose request context ended while
+// what was in progress: 503 at the shutdown grace deadline, 504 request_timeout at the
+// request timeout, else 499 client_closed_request (not written: nobody reads it).
+func ContextError(ctx context.Context, what string) *errs.Error { return contextError(ctx, what) }

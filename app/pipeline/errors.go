@@ -1,0 +1,114 @@
+package pipeline
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// fault is a failed leg, the cause a dispatch group is cancelled with; err is the
+// dispatch.LegFault the attempt returns, w and status what w's breaker records.
+type fault struct {
+	err    error
+	w      *worker.Live
+	status int
+}
+
+func (f *fault) Error() string { return f.err.Error() }
+
+// legFault turns a leg's RPC error into the attempt's failure blamed on the leg's worker
+// (grpc.md §1.8, §3.3): <leg>_worker_failed_to_start before the leg's first item, else
+// prefill_stream_error / decode_stream_error, the HTTP status mapped from the gRPC code
+// (grpcengine.ErrorStatus). Retryable for 408/429/5xx except an UNAVAILABLE
+// "sidecar_timeout…" (the engine's own deadline: another worker would wait as long).
+func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started bool) *fault {
+	st, msg := grpcengine.ErrorStatus(err)
+	code := wire.CodePrefillFailedToStart
+	if leg == "decode" {
+		code = wire.CodeDecodeFailedToStart
+	}
+	if started {
+		code = wire.CodePrefillStreamError
+		if leg == "decode" {
+			code = "decode_stream_error"
+		}
+	}
+	retry := retryableStatus(st)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Unavailable && strings.HasPrefix(s.Message(), "sidecar_timeout") {
+		retry = false
+	}
+	if st < 500 {
+		pl.log.Warn("gRPC PD leg refused", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+	} else {
+		pl.log.Error("gRPC PD leg failed", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+	}
+	e := &errs.Error{Status: st, Code: code, Leg: leg, Retryable: retry,
+		Message: leg + " worker " + l.Worker.ID + " failed: " + msg}
+	return &fault{err: dispatch.LegFault(e, l.Worker, st, nil), w: l.Worker, status: st}
+}
+
+// retryableStatus is the retry set of smg-spec.md §6.7: 408, 429, 500, 502, 503, 504.
+func retryableStatus(s int) bool {
+	switch s {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// record reports a leg outcome to the breakers, if any.
+func (pl *Pipeline) record(w *worker.Live, status int) {
+	if pl.outcomes != nil {
+		pl.outcomes.Record(w, status, nil)
+	}
+}
+
+// deadline is a leg's timer channel: nil (never fires) for a zero duration.
+func deadline(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// timeoutFault is the 504 of a leg that sent nothing within its deadline
+// (--prefill-timeout-secs until the prefill's answer; --first-byte-timeout-secs or
+// --decode-timeout-secs until the decode's first item), counted as unresponsive: a retry
+// avoids the worker for the rest of the request.
+func (pl *Pipeline) timeoutFault(leg string, l ports.GRPCLeg) *fault {
+	code, flag, lim := wire.CodePrefillTimeout, "--prefill-timeout-secs", pl.cfg.PrefillTimeout
+	if leg == "decode" {
+		code, flag, lim = wire.CodeDecodeTimeout, "--decode-timeout-secs", pl.cfg.DecodeTimeout
+		if l.Stream {
+			code, flag, lim = wire.CodeDecodeFirstByteTimeout, "--first-byte-timeout-secs", pl.cfg.FirstByteTimeout
+		}
+	}
+	e := &errs.Error{Status: http.StatusGatewayTimeout, Code: code, Leg: leg, Retryable: true,
+		Message: leg + " worker " + l.Worker.ID + " sent no output within " + flag + " (" + lim.String() + ")"}
+	cause := fmt.Errorf("%s deadline: %w", leg, errs.ErrUnresponsive)
+	return &fault{err: dispatch.LegFault(e, l.Worker, 0, cause), w: l.Worker}
+}
+
+// legDeadline is the deadline of a leg until its first answer.
+func (pl *Pipeline) legDeadline(leg string, l ports.GRPCLeg) time.Duration {
+	switch {
+	case leg == "prefill":
+		return pl.cfg.PrefillTimeout
+	case l.Stream:
+		return pl.cfg.FirstByteTimeout
+	}
+	return pl.cfg.DecodeTimeout
+}

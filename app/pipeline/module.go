@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
+	"github.com/smg-go/smg/adapters/metrics"
+	"github.com/smg-go/smg/app/admission"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/ports"
+)
+
+// NewBundleFetcher is the text.BundleFetcher of the tokenizer registry: it resolves a worker
+// URL to the registered worker and opens its GetTokenizer bundle on the gRPC pool.
+func NewBundleFetcher(store ports.WorkerStore, pool *grpcengine.Pool) text.BundleFetcher {
+	return fetcher{store: store, pool: pool}
+}
+
+type fetcher struct {
+	store ports.WorkerStore
+	pool  *grpcengine.Pool
+}
+
+func (f fetcher) FetchTokenizerBundle(ctx context.Context, url string) (text.BundleStream, error) {
+	w, err := f.store.GetByURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return f.pool.FetchTokenizer(ctx, w.Worker)
+}
+
+// TextModule provides the tokenizer registry (*text.Registry): local sources first
+// (--tokenizer-path, --model-path, worker labels), then the workers' GetTokenizer bundles
+// through the gRPC pool; --chat-template overrides the model's template.
+func TextModule() fx.Option {
+	return fx.Module("text", fx.Provide(func(cfg config.Config, store ports.WorkerStore, pool *grpcengine.Pool) *text.Registry {
+		return text.NewRegistry(text.OSFiles{}, NewBundleFetcher(store, pool), text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
+	}))
+}
+
+type moduleIn struct {
+	fx.In
+	LC        fx.Lifecycle
+	Config    config.Config
+	Text      *text.Registry
+	Pool      *grpcengine.Pool
+	Admission *admission.Admitter
+	Registry  *prometheus.Registry
+	PDM       *metrics.Metrics
+	Metrics   ports.PDMetrics          `optional:"true"`
+	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
+	Log       *slog.Logger             `optional:"true"`
+}
+
+// LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
+// smg_engine_pd_* gauges.
+func LoadsModule() fx.Option {
+	return fx.Module("engine-loads", fx.Invoke(func(lc fx.Lifecycle, reg *prometheus.Registry, store ports.WorkerStore, pool *grpcengine.Pool, log *slog.Logger) error {
+		m, err := metrics.NewEnginePDMetrics(reg)
+		if err != nil {
+			return err
+		}
+		lp := NewLoadPoller(store, pool, m, log)
+		lc.Append(fx.Hook{
+			OnStart: func(context.Context) error { lp.Start(DefaultLoadInterval); return nil },
+			OnStop:  func(context.Context) error { lp.Stop(); return nil },
+		})
+		return nil
+	}))
+}
+
+// Module provides the gRPC PD pipeline as dispatch.GRPCPipeline (the HTTP PD router hands
+// it every attempt whose pair is gRPC) and, on stop, waits for the legs it retires.
+func Module() fx.Option {
+	return fx.Module("pipeline", fx.Provide(func(in moduleIn) (dispatch.GRPCPipeline, error) {
+		rm, err := metrics.NewRouterMetrics(in.Registry, in.PDM)
+		if err != nil {
+			return nil, err
+		}
+		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
+			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log})
+		in.LC.Append(fx.Hook{OnStop: pl.Close})
+		return pl, nil
+	}))
+}

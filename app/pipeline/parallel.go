@@ -1,0 +1,219 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/ports"
+)
+
+// DeferredAbortMaxWait bounds how long a decode leg the client left before its first item
+// is kept open, waiting for that item, before its Abort goes out (SMG abort_on_drop.rs
+// DEFERRED_ABORT_MAX_WAIT; seed "Decode aborts wait for the handoff (gRPC)").
+const DeferredAbortMaxWait = 30 * time.Second
+
+// abortReason is the reason SGLang and TokenSpeed Abort RPCs carry (smg-spec.md §9.6).
+const abortReason = "Stream dropped"
+
+type item struct {
+	ev  ports.GRPCEvent
+	err error
+}
+
+// reader pumps a stream into a channel until the stream ends or stop is closed.
+func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
+	ch := make(chan item)
+	go func() {
+		for {
+			ev, err := st.Recv()
+			select {
+			case ch <- item{ev, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// parallel runs every unit's two legs at once (SGLang, TokenSpeed; grpc.md §1.8): the
+// first leg of any unit that fails cancels the group with its fault and the others are
+// retired at once; a client that leaves aborts prefills at once and defers each decode's
+// abort until its first item (at most DeferredAbortMaxWait).
+func (pl *Pipeline) parallel(ctx context.Context, units []unit, r *responder) error {
+	gctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	var wg sync.WaitGroup
+	for i := range units {
+		wg.Add(1)
+		go func(u *unit) {
+			defer wg.Done()
+			pl.runUnit(gctx, fail, u, r)
+		}(&units[i])
+	}
+	wg.Wait()
+	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
+		var f *fault
+		if errors.As(err, &f) {
+			return f
+		}
+		if ctx.Err() != nil {
+			return dispatch.ContextError(ctx, "during the gRPC PD dispatch")
+		}
+	}
+	return nil
+}
+
+// isFault reports whether a group was cancelled by a failed leg (not by the client, the
+// request timeout or shutdown).
+func isFault(err error) bool {
+	var f *fault
+	return errors.As(err, &f)
+}
+
+// runUnit runs one prefill/decode pair sharing a request id and a rendezvous.
+func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, u *unit, r *responder) {
+	// The legs' RPCs outlive the client's context: the decode's abort is deferred.
+	// Each stream's Close cancels its RPC; the legs are not tied to gctx's cancellation.
+	legCtx := context.WithoutCancel(gctx)
+	pst, err := pl.gen.Generate(legCtx, u.pLeg)
+	if err != nil {
+		fail(pl.legFault("prefill", u.pLeg, err, false))
+		return
+	}
+	decodeStart := time.Now()
+	dst, err := pl.gen.Generate(legCtx, u.dLeg)
+	if err != nil {
+		pl.retire(u.pLeg, pst)
+		fail(pl.legFault("decode", u.dLeg, err, false))
+		return
+	}
+	stopP, stopD := make(chan struct{}), make(chan struct{})
+	pch, dch := reader(pst, stopP), reader(dst, stopD)
+	ptC, stopPT := deadline(pl.legDeadline("prefill", u.pLeg))
+	defer stopPT()
+	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))
+	defer stopDT()
+	prefillDone, decodeDone, first := false, false, false
+	stopped := false   // a gateway stop ended the samples before the engine did
+	completed := false // every sample got its complete; the stream's end is still read
+	for !(prefillDone && decodeDone) {
+		select {
+		case <-ptC:
+			ptC = nil
+			fail(pl.timeoutFault("prefill", u.pLeg))
+		case <-dtC:
+			dtC = nil
+			fail(pl.timeoutFault("decode", u.dLeg))
+		case it := <-pch:
+			ptC = nil // the prefill answered
+			switch {
+			case it.err == io.EOF:
+				prefillDone, pch = true, nil
+				pl.record(u.pLeg.Worker, http.StatusOK)
+			case it.err != nil:
+				prefillDone, pch = true, nil
+				fail(pl.legFault("prefill", u.pLeg, it.err, first))
+			case it.ev.Complete:
+				r.prefilled(u, it.ev)
+			}
+		case it := <-dch:
+			dtC = nil
+			switch {
+			case it.err == io.EOF:
+				decodeDone, dch = true, nil
+				pl.record(u.dLeg.Worker, http.StatusOK)
+			case it.err != nil && completed:
+				// Every sample already finished; the answer stands.
+				decodeDone, dch = true, nil
+				pl.log.Warn("gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "err", it.err)
+			case it.err != nil:
+				decodeDone, dch = true, nil
+				fail(pl.legFault("decode", u.dLeg, it.err, first))
+			case completed:
+			default:
+				if !first {
+					pl.observeDecodeTTFT(r.j, decodeStart)
+				}
+				first, dtC = true, nil
+				if r.event(u, it.ev) {
+					if it.ev.Complete {
+						completed = true // read on to the stream's end
+					} else {
+						// A gateway stop ended the samples; the engine is still generating.
+						stopped, decodeDone, dch = true, true, nil
+						pl.record(u.dLeg.Worker, http.StatusOK)
+					}
+				}
+			}
+		case <-gctx.Done():
+			close(stopP)
+			if !prefillDone {
+				pl.retire(u.pLeg, pst)
+			} else {
+				pst.Close()
+			}
+			if !decodeDone && !completed {
+				if !first && !isFault(context.Cause(gctx)) {
+					pl.deferAbort(u.dLeg, dst, dch, stopD)
+					return
+				}
+				pl.retire(u.dLeg, dst)
+			} else {
+				dst.Close()
+			}
+			close(stopD)
+			return
+		}
+	}
+	close(stopP)
+	close(stopD)
+	pst.Close()
+	if stopped {
+		pl.retire(u.dLeg, dst)
+		return
+	}
+	dst.Close()
+}
+
+// retire ends a leg that is still running at once: its Abort RPC, then the RPC itself.
+func (pl *Pipeline) retire(leg ports.GRPCLeg, st ports.GRPCStream) {
+	pl.bg.Add(1)
+	go func() {
+		defer pl.bg.Done()
+		_ = pl.gen.Abort(context.Background(), leg.Worker.Worker, abortReason, leg.RequestID)
+		st.Close()
+	}()
+}
+
+// deferAbort keeps a decode leg the client left before its first item until that item (or
+// the stream's end or error) arrives, at most DeferredAbortMaxWait, then aborts it: tearing
+// a decode engine down mid-transfer strands the KV the prefill is pushing.
+func (pl *Pipeline) deferAbort(leg ports.GRPCLeg, st ports.GRPCStream, ch <-chan item, stop chan struct{}) {
+	pl.bg.Add(1)
+	go func() {
+		defer pl.bg.Done()
+		t := time.NewTimer(pl.deferredWait)
+		defer t.Stop()
+		ended := false
+		select {
+		case it := <-ch:
+			ended = it.err != nil || it.ev.Complete
+		case <-t.C:
+		case <-pl.closing:
+		}
+		if !ended {
+			_ = pl.gen.Abort(context.Background(), leg.Worker.Worker, abortReason, leg.RequestID)
+		}
+		st.Close()
+		close(stop)
+	}()
+}

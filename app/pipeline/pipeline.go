@@ -1,0 +1,181 @@
+// Package pipeline is the PD request use case over gRPC (seed "Parallel Dispatch",
+// "Sequential Dispatch (vLLM)", "Decode Admission Window (gRPC)", "Context Length (gRPC)",
+// "Parallel Sampling"): engines take and return token ids, so for each attempt on a gRPC
+// pair the gateway runs the stages prepare (tokenizer, chat template, tokenize) → select
+// (pair protocol, context length) → admit (decode window) → build (request ids, rooms,
+// fan-out) → dispatch (parallel or sequential Generate RPCs, fail-fast, aborts) → respond
+// (detokenize, stops, the OpenAI/SGLang body or SSE). Pair selection, retries, the blame
+// ledger and breakers stay with app/dispatch, which hands a gRPC pair to Attempt.
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/handoff"
+	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// Deps are the Pipeline's collaborators.
+type Deps struct {
+	Config config.Config
+	// Text is the tokenizer registry (models loaded once, shared).
+	Text *text.Registry
+	// Engines runs the Generate and Abort RPCs.
+	Engines ports.GRPCGenerator
+	// Admission claims decode window rooms; nil admits everything.
+	Admission dispatch.Admitter
+	// Metrics may be nil.
+	Metrics ports.PDMetrics
+	// Outcomes records leg outcomes for the circuit breakers (successes, and failures after
+	// the response was committed; uncommitted failures are recorded by dispatch's retry
+	// loop); nil: none.
+	Outcomes dispatch.OutcomeRecorder
+	// DecodeTTFT records smg_router_ttft_seconds (the decode leg only); nil: none.
+	DecodeTTFT ports.DecodeTTFTMetrics
+	Logger     *slog.Logger
+	// NewUUID mints request ids; nil uses UUIDv7.
+	NewUUID func() string
+	// DeferredAbortWait overrides DeferredAbortMaxWait (tests); 0 = the default.
+	DeferredAbortWait time.Duration
+}
+
+// Pipeline serves gRPC PD attempts. Safe for concurrent use; Close waits for the legs it
+// retires in the background.
+type Pipeline struct {
+	cfg          config.Config
+	text         *text.Registry
+	gen          ports.GRPCGenerator
+	admit        dispatch.Admitter
+	metrics      ports.PDMetrics
+	outcomes     dispatch.OutcomeRecorder
+	decodeTTFT   ports.DecodeTTFTMetrics
+	log          *slog.Logger
+	newUUID      func() string
+	deferredWait time.Duration
+
+	bg        sync.WaitGroup
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+var _ dispatch.GRPCPipeline = (*Pipeline)(nil)
+
+// New builds a Pipeline.
+func New(d Deps) *Pipeline {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.NewUUID == nil {
+		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if d.DeferredAbortWait <= 0 {
+		d.DeferredAbortWait = DeferredAbortMaxWait
+	}
+	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
+		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, closing: make(chan struct{})}
+}
+
+// Close sends the deferred decode aborts now and waits (until ctx ends) for every leg
+// retired in the background.
+func (pl *Pipeline) Close(ctx context.Context) error {
+	pl.closeOnce.Do(func() { close(pl.closing) })
+	done := make(chan struct{})
+	go func() { pl.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Attempt runs every stage once on the selected pair (a retry runs them all again: fresh
+// ids, rooms and claims).
+func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p, dc *worker.Live, _ http.Header) (bool, error) {
+	proto, err := checkPair(p, dc)
+	if err != nil {
+		return false, err
+	}
+	j, err := pl.prepare(ctx, rq, p, dc)
+	if err != nil {
+		return false, err
+	}
+	if err := checkContext(j, p, dc); err != nil {
+		return false, err
+	}
+	clientID, base := pl.responseID(j)
+	units := pl.plan(j, proto, base, p, dc)
+	release, err := pl.admitRooms(ctx, dc, len(units))
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	r := pl.newResponder(j, w, clientID, units)
+	if proto == sequentialVLLM {
+		err = pl.sequential(ctx, units, r)
+	} else {
+		err = pl.parallel(ctx, units, r)
+	}
+	if f, ok := err.(*fault); ok {
+		committed := r.isCommitted()
+		if committed {
+			pl.record(f.w, f.status) // after the commit the retry loop records nothing
+		}
+		return committed, f.err
+	}
+	if err != nil {
+		return r.isCommitted(), err
+	}
+	r.finish()
+	return true, nil
+}
+
+// admitRooms is the admit stage: one room per backend request on the decode worker's
+// window (grpc.md §1.4), through the shared Admitter.
+func (pl *Pipeline) admitRooms(ctx context.Context, dc *worker.Live, n int) (func(), error) {
+	if pl.admit == nil {
+		return func() {}, nil
+	}
+	rel, err := pl.admit.Admit(ctx, dc, n)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, dispatch.ContextError(ctx, "waiting for a decode slot")
+		}
+		return nil, err
+	}
+	return rel, nil
+}
+
+// endpoint is the metric label of a route (smg-spec.md §7.2).
+func endpoint(r handoff.Route) string {
+	switch r {
+	case handoff.RouteChat:
+		return "chat"
+	case handoff.RouteCompletions:
+		return "completions"
+	case handoff.RouteGenerate:
+		return "generate"
+	case handoff.RouteMessages:
+		return "messages"
+	case handoff.RouteResponses:
+		return "responses"
+	}
+	return "other"
+}
+
+// observeDecodeTTFT records a decode leg's first output, dispatched at start.
+func (pl *Pipeline) observeDecodeTTFT(j *job, start time.Time) {
+	if pl.decodeTTFT != nil {
+		pl.decodeTTFT.ObserveDecodeTTFT(j.name, endpoint(j.rq.Route), time.Since(start))
+	}
+}

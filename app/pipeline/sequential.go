@@ -1,0 +1,270 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// sequential runs vLLM units (grpc.md §1.9; seed "Sequential Dispatch (vLLM)"): each
+// prefill first, sanitised to one token and tagged for its connector, then the decode with
+// the relayed or synthesized kv_transfer_params. Units run concurrently; the first failure
+// cancels the others.
+func (pl *Pipeline) sequential(ctx context.Context, units []unit, r *responder) error {
+	gctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	var wg sync.WaitGroup
+	for i := range units {
+		wg.Add(1)
+		go func(u *unit) {
+			defer wg.Done()
+			pl.runSequential(gctx, fail, u, r)
+		}(&units[i])
+	}
+	wg.Wait()
+	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
+		var f *fault
+		if errors.As(err, &f) {
+			return f
+		}
+		if ctx.Err() != nil {
+			return dispatch.ContextError(ctx, "during the gRPC PD dispatch")
+		}
+	}
+	return nil
+}
+
+// connector modes of a vLLM prefill worker (kv_transfer.rs), the
+// smg_pd_kv_connector_mode_total{mode} values.
+const (
+	modeNixl        = wire.ModeNixl
+	modeMooncake    = wire.ModeMooncake
+	modePassthrough = wire.ModePassthrough
+)
+
+// kvTransferObserver is the optional smg_pd_kv_transfer_duration_seconds recorder of the
+// metrics adapter (prefill completion to decode dispatch).
+type kvTransferObserver interface {
+	ObserveKVTransferDuration(model, runtime string, d time.Duration)
+}
+
+func connectorMode(kvConnector string) string {
+	switch kvConnector {
+	case wire.ConnectorNixl:
+		return modeNixl
+	case wire.ConnectorMooncake:
+		return modeMooncake
+	}
+	return modePassthrough
+}
+
+// mooncakeEngineID is the prefill's effective KV engine id for a Mooncake handoff
+// (kv_transfer.rs; grpc.md §1.9): its live engine id; with DP > 1 "{base}_dp{rank}", which
+// needs a pinned rank; a dp size label that is not a positive integer fails closed. "" =
+// unknown (the decode then gets the legacy typed host and port).
+func mooncakeEngineID(p *worker.Live) string {
+	base := p.EngineID()
+	if base == "" {
+		return ""
+	}
+	dp := 1
+	if p.DPSize != nil {
+		dp = *p.DPSize
+	} else {
+		for _, k := range []string{"data_parallel_size", wire.LabelDPSize} {
+			if v, ok := p.Label(k); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return ""
+				}
+				dp = n
+				break
+			}
+		}
+	}
+	if dp <= 1 {
+		return base
+	}
+	if p.DPRank == nil {
+		return ""
+	}
+	return base + "_dp" + strconv.Itoa(*p.DPRank)
+}
+
+func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCauseFunc, u *unit, r *responder) {
+	p := u.pLeg.Worker
+	mode := connectorMode(p.KVConnector)
+	relay := u.width <= 1
+	host := strings.Trim(p.BootstrapHost(), "[]")
+	port := DefaultBootstrapPort
+	if p.BootstrapPort != nil && *p.BootstrapPort > 0 {
+		port = *p.BootstrapPort
+	}
+	// The prefill leg: one token, no stops, not streamed (kv_transfer.rs).
+	pre := u.pLeg
+	pre.Stream = false
+	s := pre.Sampling
+	one := uint32(1)
+	s.MaxTokens, s.MinTokens, s.N, s.Stop, s.StopTokenIDs, s.IgnoreEOS = &one, 0, 1, nil, nil, true
+	pre.Sampling = s
+	transferID := ""
+	switch {
+	case relay && mode == modeNixl:
+		pre.KVTransferJSON = `{"do_remote_decode":true,"do_remote_prefill":false}`
+	case relay && mode == modeMooncake && mooncakeEngineID(p) != "":
+		transferID = "xfer-" + pl.newUUID()
+		b, _ := json.Marshal(map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": transferID})
+		pre.KVTransferJSON = string(b)
+	}
+	if pl.metrics != nil {
+		pl.metrics.IncConnectorMode(mode)
+	}
+	// Each stream's Close cancels its RPC; the legs are not tied to gctx's cancellation.
+	legCtx := context.WithoutCancel(gctx)
+	start := time.Now()
+	harvested, ok := pl.runPrefill(gctx, fail, pre, u, r, legCtx)
+	if !ok {
+		return
+	}
+	if pl.metrics != nil {
+		pl.metrics.ObservePrefillDuration(r.j.name, string(p.Runtime), time.Since(start))
+	}
+	dec := u.dLeg
+	switch {
+	case relay && mode == modeMooncake && transferID != "":
+		b, _ := json.Marshal(map[string]any{"do_remote_decode": false, "do_remote_prefill": true, "transfer_id": transferID,
+			"remote_engine_id": mooncakeEngineID(p), "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
+		dec.KVTransferJSON = string(b)
+	case mode == modeMooncake:
+		dec.KVHost, dec.KVPort = host, port
+	case relay && harvested != "":
+		dec.KVTransferJSON = harvested
+	case relay && mode == modeNixl:
+		if pl.metrics != nil {
+			pl.metrics.IncKVTransferFailure()
+		}
+		pl.log.Warn("NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
+			"prefill", p.DisplayURL(), "request_id", pre.RequestID)
+	}
+	prefilledAt := time.Now()
+	dst, err := pl.gen.Generate(legCtx, dec)
+	if err != nil {
+		fail(pl.legFault("decode", dec, err, false))
+		return
+	}
+	if o, ok := pl.metrics.(kvTransferObserver); ok {
+		o.ObserveKVTransferDuration(r.j.name, string(p.Runtime), time.Since(prefilledAt))
+	}
+	stop := make(chan struct{})
+	dch := reader(dst, stop)
+	first, completed := false, false
+	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
+	defer stopDT()
+	for {
+		select {
+		case <-dtC:
+			dtC = nil
+			fail(pl.timeoutFault("decode", dec))
+		case it := <-dch:
+			switch {
+			case it.err == io.EOF:
+				pl.record(dec.Worker, http.StatusOK)
+				close(stop)
+				dst.Close()
+				return
+			case it.err != nil:
+				if !completed {
+					fail(pl.legFault("decode", dec, it.err, first))
+				}
+				close(stop)
+				dst.Close()
+				return
+			case completed:
+				continue
+			}
+			if !first {
+				pl.observeDecodeTTFT(r.j, prefilledAt)
+			}
+			first, dtC = true, nil
+			if r.event(u, it.ev) {
+				if it.ev.Complete {
+					completed = true // read on to the stream's end
+					continue
+				}
+				// A gateway stop ended the samples; the engine is still generating.
+				pl.record(dec.Worker, http.StatusOK)
+				close(stop)
+				pl.retire(dec, dst)
+				return
+			}
+		case <-gctx.Done():
+			if completed {
+				close(stop)
+				dst.Close()
+				return
+			}
+			if !first && !isFault(context.Cause(gctx)) {
+				pl.deferAbort(dec, dst, dch, stop)
+				return
+			}
+			pl.retire(dec, dst)
+			close(stop)
+			return
+		}
+	}
+}
+
+// runPrefill runs the one-token vLLM prefill to its end and returns the kv_transfer_params
+// it handed back ("" = none). ok is false when it failed or the group ended.
+func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFunc, pre ports.GRPCLeg, u *unit, r *responder, legCtx context.Context) (string, bool) {
+	pst, err := pl.gen.Generate(legCtx, pre)
+	if err != nil {
+		fail(pl.legFault("prefill", pre, err, false))
+		return "", false
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	pch := reader(pst, stop)
+	harvested := ""
+	ptC, stopPT := deadline(pl.legDeadline("prefill", pre))
+	defer stopPT()
+	for {
+		select {
+		case <-ptC:
+			pl.retire(pre, pst)
+			fail(pl.timeoutFault("prefill", pre))
+			return "", false
+		case it := <-pch:
+			switch {
+			case it.err == io.EOF:
+				pst.Close()
+				pl.record(pre.Worker, http.StatusOK)
+				return harvested, true
+			case it.err != nil:
+				pst.Close()
+				fail(pl.legFault("prefill", pre, it.err, false))
+				return "", false
+			case it.ev.Complete:
+				r.prefilled(u, it.ev)
+				if harvested == "" {
+					harvested = it.ev.KVTransferJSON
+				}
+			}
+		case <-gctx.Done():
+			pl.retire(pre, pst)
+			return "", false
+		}
+	}
+}

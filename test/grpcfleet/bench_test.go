@@ -1,0 +1,60 @@
+package grpcfleet_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/test/load"
+	"github.com/smg-go/smg/test/sim/grpcsim"
+)
+
+// TestBenchGRPCGatewayVsDirect compares the gateway (tokenize, template-free completions,
+// both Generate RPCs, detokenize, the OpenAI body or SSE) with a direct gRPC client doing
+// the same two legs and the same tokenizer work (load.DirectGRPCSGLang), in alternating
+// phases on one SGLang gRPC fleet with zero latency: the added p50 and the throughput
+// ratio. In-process (gateway, simulators and client share the test binary); run with
+// SMG_BENCH_GRPC=1 (make bench). Every handoff is checked afterwards.
+func TestBenchGRPCGatewayVsDirect(t *testing.T) {
+	if os.Getenv("SMG_BENCH_GRPC") != "1" {
+		t.Skip("benchmark: set SMG_BENCH_GRPC=1")
+	}
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(_ string, c *grpcsim.Config) { c.MaxRunningRequests = 100000 }, nil)
+	m, _ := qwen3(t)
+	pool := grpcengine.New(grpcengine.Options{})
+	t.Cleanup(func() { _ = pool.Close() })
+	bp := p.BootstrapPort()
+	live := func(s *grpcsim.Server, role worker.Role) *worker.Live {
+		return worker.NewLive(worker.Worker{ID: string(role), URL: s.URL(), Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnGRPC, BootstrapPort: &bp}, worker.StatusReady)
+	}
+	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog ", 2)
+	for _, stream := range []bool{false, true} {
+		wl := load.Workload{Model: pdModel, Prompt: prompt, MaxTokens: 16, Stream: stream}
+		gw := load.NewGateway(g.URL, wl, load.NewClient(64))
+		direct := &load.DirectGRPCSGLang{Engines: pool, Prefill: live(p, worker.RolePrefill), Decode: live(d, worker.RoleDecode),
+			BootstrapPort: bp, Tokenizer: m.Tokenizer, Workload: wl}
+		c, err := load.Compare(context.Background(), "sglang-grpc", stream, gw, direct, load.CompareOptions{
+			Warmup: load.Options{Concurrency: 8, Requests: 200, Duration: 2 * time.Second},
+			Phase:  load.Options{Concurrency: 8, Requests: 20000, Duration: 1500 * time.Millisecond},
+			Pairs:  3,
+		})
+		require.NoError(t, err)
+		for i, pr := range c.Pairs {
+			r := pr.Ratios()
+			t.Logf("stream=%t pair %d: gateway %.0f req/s p50 %.2f ms | direct %.0f req/s p50 %.2f ms | throughput ratio %.2f, added p50 %.2f ms",
+				stream, i+1, pr.A.Throughput, float64(pr.A.Latency.P50)/1e6, pr.B.Throughput, float64(pr.B.Latency.P50)/1e6, r.Throughput, r.AddedP50)
+		}
+		med := c.Median()
+		t.Logf("stream=%t median: throughput ratio %.2f, added p50 %.2f ms, p50 ratio %.2f", stream, med.Throughput, med.AddedP50, med.P50)
+	}
+	ps, ds := p.Stats(), d.Stats()
+	require.Equal(t, ps.HandoffsSent, ds.HandoffsReceived)
+	require.Equal(t, ds.Requests, ds.HandoffsReceived, "every decode got its KV")
+	require.Zero(t, ds.RecomputedPrompts+ps.UnmatchedRooms+ds.UnmatchedRooms+ps.DuplicateRooms+ds.DuplicateRooms+ps.Errors+ds.Errors)
+}

@@ -1,0 +1,170 @@
+package grpcfleet_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim/grpcsim"
+)
+
+// faultBound bounds a fail-fast answer: the partner leg would otherwise wait for its peer
+// for the simulators' 30 s handoff timeout.
+const faultBound = 5 * time.Second
+
+// warm loads the model's tokenizer with a request refused after the load and before any
+// leg (a prompt that is not text), so timed requests measure the dispatch alone.
+func warm(t *testing.T, g *fleet.Gateway) {
+	t.Helper()
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": 12}, nil)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+}
+
+// A prefill that fails at once, against a decode waiting for a room that never comes,
+// answers at once with the prefill's error; the decode is retired (aborted) at once.
+func TestGRPCPrefillFailsFast(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RolePrefill {
+			c.Faults = []string{"status:503"}
+		}
+	}, func(c *config.Config) { c.DisableRetries = true })
+	warm(t, g)
+	start := time.Now()
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "fail fast", "max_tokens": 4}, nil)
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, string(r.Body))
+	assert.Equal(t, "prefill_worker_failed_to_start", errCode(t, r))
+	assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "prefill worker")
+	assert.Less(t, elapsed, faultBound)
+	require.Eventually(t, func() bool { s := d.Stats(); return s.Aborted == 1 && s.AbortRPCs == 1 }, faultBound, 10*time.Millisecond,
+		"the decode leg is aborted: %+v", d.Stats())
+	assert.Zero(t, d.Stats().Errors, "the decode's end is an abort, not an engine error")
+	assert.EqualValues(t, 1, p.Stats().Errors)
+	hostport := strings.TrimPrefix(p.URL(), "grpc://")
+	assert.EqualValues(t, 1, cbOutcomes(t, g, hostport, "failure"), "the prefill's breaker counts the failure")
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure"), "the retired decode's breaker does not move")
+}
+
+// A decode the engine refuses (INVALID_ARGUMENT) answers 400 at once; the prefill, waiting
+// for the decode to take its room, is aborted at once.
+func TestGRPCDecodeRefusedFailsFast(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RoleDecode {
+			c.Faults = []string{"status:400"}
+		}
+	}, func(c *config.Config) { c.DisableRetries = true })
+	warm(t, g)
+	start := time.Now()
+	r := g.Post(t, "/generate", map[string]any{"text": "decode refuses", "sampling_params": map[string]any{"max_new_tokens": 3}}, nil)
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	assert.Equal(t, "decode_worker_failed_to_start", errCode(t, r))
+	assert.Less(t, elapsed, faultBound)
+	require.Eventually(t, func() bool { s := p.Stats(); return s.Aborted == 1 && s.AbortRPCs == 1 }, faultBound, 10*time.Millisecond,
+		"the prefill leg is aborted: %+v", p.Stats())
+	assert.Zero(t, p.Stats().UnmatchedRooms, "the room was withdrawn, not left to time out")
+	assert.EqualValues(t, 1, d.Stats().Errors)
+}
+
+// A retryable prefill failure is retried on the other prefill worker: a fresh pair, fresh
+// ids and rooms, one handoff.
+func TestGRPCRetryReselectsPrefill(t *testing.T) {
+	t.Parallel()
+	_, dir := qwen3(t)
+	mk := func(role string, faults ...string) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
+	}
+	s := sims(t, mk(grpcsim.RolePrefill, "status:503"), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode))
+	cfg := fleet.DefaultConfig()
+	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())},
+		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
+	cfg.Decode = []string{s[2].URL()}
+	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
+	g := fleet.StartGateway(t, cfg)
+	g.WaitWorkers(t, 3)
+	for i := 0; i < 2; i++ { // round robin: one of the two starts on the failing prefill
+		r := g.Post(t, "/generate", map[string]any{"text": "retry me " + string(rune('a'+i)), "sampling_params": map[string]any{"max_new_tokens": 2}}, nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	assert.Positive(t, s[0].Stats().Requests, "round robin sent a first attempt to the failing prefill")
+	assert.Zero(t, s[0].Stats().HandoffsSent)
+	assert.EqualValues(t, 2, s[1].Stats().HandoffsSent)
+	assert.EqualValues(t, 2, s[2].Stats().HandoffsReceived)
+	assert.Zero(t, s[2].Stats().RecomputedPrompts+s[2].Stats().UnmatchedRooms)
+	assert.EqualValues(t, 2, cbOutcomes(t, g, strings.TrimPrefix(s[2].URL(), "grpc://"), "success"), "decode successes reach the breaker")
+}
+
+// A decode that dies mid-stream after the response was committed: the stream ends without
+// [DONE] (no retry is possible), the decode's breaker counts the failure, the prefill's
+// does not.
+func TestGRPCDecodeDiesMidStream(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RoleDecode {
+			c.Faults = []string{"die-after:3"}
+		}
+	}, nil)
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "die midway", "max_tokens": 8, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done := sseData(t, r.Body)
+	assert.False(t, done, "a broken stream does not end with [DONE]")
+	var b strings.Builder
+	for _, ev := range events {
+		for _, c := range ev["choices"].([]any) {
+			if s, ok := c.(map[string]any)["text"].(string); ok {
+				b.WriteString(s)
+			}
+		}
+	}
+	m, _ := qwen3(t)
+	full := detok(t, grpcsim.HandoffTokens(m.Tokenizer.Encode("die midway", false), 8))
+	assert.True(t, strings.HasPrefix(full, b.String()), "what was streamed is a prefix of the handoff text")
+	assert.EqualValues(t, 1, d.Stats().Requests, "no retry after the commit")
+	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure") == 1 },
+		faultBound, 20*time.Millisecond, "the decode's breaker counts the broken stream")
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
+}
+
+// Logprobs are refused clearly (not silently dropped) before any leg.
+func TestGRPCLogprobsRefused(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "logprobs": true,
+		"messages": []map[string]string{{"role": "user", "content": "x"}}}, nil)
+	require.Equal(t, http.StatusNotImplemented, r.Status, string(r.Body))
+	assert.Equal(t, "not_supported", errCode(t, r))
+	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+}
+
+// A decode that never answers: 504 decode_timeout at --decode-timeout-secs, blamed on the
+// decode; the prefill waiting for it is aborted at once.
+func TestGRPCDecodeHangsTimesOut(t *testing.T) {
+	t.Parallel()
+	const limit = time.Second
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RoleDecode {
+			c.Faults = []string{"hang"}
+		}
+	}, func(c *config.Config) { c.DecodeTimeout = limit; c.DisableRetries = true })
+	warm(t, g)
+	start := time.Now()
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "hang on", "max_tokens": 4}, nil)
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusGatewayTimeout, r.Status, string(r.Body))
+	assert.Equal(t, "decode_timeout", errCode(t, r))
+	assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "--decode-timeout-secs")
+	assert.GreaterOrEqual(t, elapsed, limit)
+	assert.Less(t, elapsed, limit+faultBound)
+	require.Eventually(t, func() bool { return p.Stats().Aborted == 1 && d.Stats().Aborted == 1 }, faultBound, 10*time.Millisecond,
+		"both legs aborted: prefill %+v decode %+v", p.Stats(), d.Stats())
+	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure") >= 1 }, faultBound, 20*time.Millisecond)
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
+}

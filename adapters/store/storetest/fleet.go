@@ -137,4 +137,3 @@ func drain(ch <-chan struct{}) {
 		}
 	}
 }
-

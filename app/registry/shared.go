@@ -34,6 +34,7 @@ type fleetSync struct {
 	down    bool                         // the last fleet call failed
 	puts    map[string]ports.FleetRecord // local registrations the fleet has not confirmed
 	dels    map[string]struct{}          // local removals the fleet has not confirmed
+	known   map[string]ports.FleetRecord // the records of the workers registered here
 }
 
 // WithFleet makes the registry share its registrations through f (nil: none, the default)
@@ -58,7 +59,8 @@ func (s *Service) WithFleet(f ports.FleetStore, opts FleetOptions) *Service {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fleet = fleetSync{store: f, opts: opts, puts: map[string]ports.FleetRecord{}, dels: map[string]struct{}{}}
+	s.fleet = fleetSync{store: f, opts: opts, puts: map[string]ports.FleetRecord{}, dels: map[string]struct{}{},
+		known: map[string]ports.FleetRecord{}}
 	return s
 }
 
@@ -147,14 +149,14 @@ func (s *Service) publishLocked(ctx context.Context, spec Spec, w worker.Worker)
 	existing, err := f.store.Put(ctx, rec)
 	switch {
 	case err == nil:
-		return nil
 	case errors.Is(err, ports.ErrDuplicateURL):
 		return alreadyExists(w.DisplayURL(), existing)
 	default:
 		f.puts[w.ID] = rec
 		s.fleetFailed(err)
-		return nil
 	}
+	f.known[w.ID] = rec
+	return nil
 }
 
 // unpublishLocked deletes id from the fleet (later, when the fleet is unreachable). Callers
@@ -165,6 +167,7 @@ func (s *Service) unpublishLocked(ctx context.Context, id string) {
 		return
 	}
 	delete(f.puts, id) // a put that may have landed is undone by the delete
+	delete(f.known, id)
 	if err := f.store.Delete(ctx, id); err != nil {
 		f.dels[id] = struct{}{}
 		s.fleetFailed(err)
@@ -202,6 +205,7 @@ func (s *Service) reconcileLocked(ctx context.Context) {
 				s.dropLocked(l)
 			}
 			delete(f.puts, id)
+			delete(f.known, id)
 			continue
 		}
 		if err != nil {
@@ -215,12 +219,29 @@ func (s *Service) reconcileLocked(ctx context.Context) {
 		s.fleetFailed(err)
 		return
 	}
+	if v < f.version {
+		// The fleet went back in time: its store lost the records (a Redis restarted without
+		// persistence, a flush). Reconciling would drain every worker on every replica, so
+		// write back the ones registered here first; other replicas do the same with theirs.
+		if v, recs, err = s.reseedLocked(ctx, v); err != nil {
+			s.fleetFailed(err)
+			return
+		}
+	}
 	if f.down {
 		s.log.Info("shared registry reachable again; reconciled", "workers", len(recs))
 		f.down = false
 	}
 	f.version = v
 	in := make(map[string]bool, len(recs))
+	known := make(map[string]ports.FleetRecord, len(recs)+len(f.puts))
+	for id, rec := range f.puts {
+		known[id] = rec
+	}
+	for _, rec := range recs {
+		known[rec.ID] = rec
+	}
+	f.known = known
 	for _, rec := range recs {
 		in[rec.ID] = true
 		if _, err := s.store.Get(rec.ID); err == nil {
@@ -253,6 +274,25 @@ func (s *Service) reconcileLocked(ctx context.Context) {
 		s.log.Info("worker removed from the shared registry", "worker", l.DisplayURL(), "worker_id", l.ID)
 		s.removeLocked(l)
 	}
+}
+
+// reseedLocked writes the records of the workers registered here (not draining) back to a
+// fleet whose version fell from f.version to v, and lists it again. Callers hold s.mu.
+func (s *Service) reseedLocked(ctx context.Context, v int64) (int64, []ports.FleetRecord, error) {
+	f := &s.fleet
+	n := 0
+	for id, rec := range f.known {
+		if l, err := s.store.Get(id); err != nil || l.Status() == worker.StatusDraining {
+			continue
+		}
+		if _, err := f.store.Put(ctx, rec); err != nil && !errors.Is(err, ports.ErrDuplicateURL) {
+			return 0, nil, err
+		}
+		n++
+	}
+	s.log.Warn("shared registry lost its records (version went back); wrote back this replica's workers",
+		"version_seen", f.version, "version_now", v, "workers", n)
+	return f.store.List(ctx)
 }
 
 // dropLocked removes l at once, without draining. Callers hold s.mu.

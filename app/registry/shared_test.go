@@ -232,3 +232,49 @@ func TestFleetOutageKeepsTheLastKnownWorkersAndReconcilesAfter(t *testing.T) {
 	_, err = sa.Get(acc2.WorkerID)
 	assert.NoError(t, err)
 }
+
+// swapFleet forwards to the fleet stored in cur, so a test can replace it by an empty one
+// (a Redis restarted without persistence).
+type swapFleet struct{ cur atomic.Pointer[memory.Fleet] }
+
+func (f *swapFleet) Put(ctx context.Context, r ports.FleetRecord) (string, error) {
+	return f.cur.Load().Put(ctx, r)
+}
+func (f *swapFleet) Delete(ctx context.Context, id string) error { return f.cur.Load().Delete(ctx, id) }
+func (f *swapFleet) List(ctx context.Context) (int64, []ports.FleetRecord, error) {
+	return f.cur.Load().List(ctx)
+}
+func (f *swapFleet) Version(ctx context.Context) (int64, error) { return f.cur.Load().Version(ctx) }
+func (f *swapFleet) Watch() (<-chan struct{}, func())           { return make(chan struct{}), func() {} }
+
+func TestFleetThatLostItsRecordsIsWrittenBackNotDrained(t *testing.T) {
+	t.Parallel()
+	f := &swapFleet{}
+	f.cur.Store(memory.NewFleet())
+	srv1 := (&engine{ownedBy: "vllm", model: "m", version: true}).start(t)
+	srv2 := (&engine{ownedBy: "vllm", model: "m", version: true}).start(t)
+	a, sa := replica(t, f, testConfig())
+	b, sb := replica(t, f, testConfig())
+	acc1, err := a.Register(context.Background(), vllmSpec(srv1.URL))
+	require.NoError(t, err)
+	acc2, err := b.Register(context.Background(), registry.Spec{URL: srv2.URL, WorkerType: "decode"})
+	require.NoError(t, err)
+	hasWorker(t, sa, acc2.WorkerID)
+	hasWorker(t, sb, acc1.WorkerID)
+
+	f.cur.Store(memory.NewFleet()) // the store comes back empty
+	require.Eventually(t, func() bool {
+		_, recs, _ := f.List(context.Background())
+		return len(recs) == 2
+	}, waitFor, tick, "the replicas write the fleet back")
+	_, recs, err := f.List(context.Background())
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{acc1.WorkerID, acc2.WorkerID}, []string{recs[0].ID, recs[1].ID}, "with their ids")
+	time.Sleep(100 * time.Millisecond) // five polls
+	for _, st := range []*memory.Workers{sa, sb} {
+		require.Len(t, st.List(), 2, "nothing was drained")
+		for _, l := range st.List() {
+			assert.NotEqual(t, worker.StatusDraining, l.Status())
+		}
+	}
+}

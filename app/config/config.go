@@ -131,6 +131,11 @@ type Config struct {
 
 	// Request ids (smg-spec.md §3.8).
 	RequestIDHeaders []string // --request-id-headers: where a client request id is read from, and the only request-id headers forwarded to engines
+
+	// Declarative workers: --workers-file, a YAML or JSON list of POST /workers bodies
+	// registered at start-up and kept in step with the file (re-read on change and on
+	// SIGHUP); "" = none.
+	WorkersFile string
 }
 
 // Default returns SMG's defaults.

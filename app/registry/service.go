@@ -62,6 +62,9 @@ type Service struct {
 	wg     sync.WaitGroup
 
 	fleet fleetSync // the shared registry (--redis-url); zero = none
+
+	fileMu sync.Mutex  // serializes workers-file loads; taken before mu
+	file   workersFile // --workers-file state
 }
 
 // New builds a Service. client nil = a private client; logger nil = slog.Default().
@@ -463,6 +466,10 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 		}
 		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, worker.RedactURL(e.spec.URL), msg))
 	}
+	if err := s.ReloadWorkersFile(ctx); err != nil {
+		problems = append(problems, err)
+	}
+	s.watchWorkersFile()
 	return errors.Join(problems...)
 }
 

@@ -71,6 +71,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	group = groupWorkers
 	fs.StringArrayVar(&cfg.WorkerURLs, "worker-urls", cfg.WorkerURLs, "regular (non-PD) worker `url`; repeat per worker")
 	add("worker-urls")
+	fs.StringVar(&cfg.WorkersFile, "workers-file", cfg.WorkersFile, "YAML or JSON `file` listing workers as POST /workers bodies (kv_connector, labels and all); registered at start-up, re-read on change and on SIGHUP")
+	add("workers-file")
 	fs.BoolVar(&cfg.DPAware, "dp-aware", cfg.DPAware, "register one worker per data-parallel rank")
 	add("dp-aware")
 	fs.StringVar(&cfg.ModelPath, "model-path", cfg.ModelPath, "gRPC: tokenizer/model `path` loaded at start-up")

@@ -65,12 +65,20 @@ type Service struct {
 
 	fileMu sync.Mutex  // serializes workers-file loads; taken before mu
 	file   workersFile // --workers-file state
+	discMu sync.Mutex  // serializes discovery syncs; taken before mu
+	disc   declared    // the workers service discovery registered
+	// private holds the ids of workers this replica keeps out of a shared fleet
+	// (discovery's); guarded by mu.
+	private map[string]bool
 }
 
 // New builds a Service. client nil = a private client; logger nil = slog.Default().
 // Background work (activation probes, drains) runs until Close.
 func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger *slog.Logger) *Service {
-	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{}}
+	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{},
+		private: map[string]bool{}}
+	s.file.set = declared{name: "--workers-file", adopt: true}
+	s.disc = declared{name: "service discovery", private: true}
 	s.hosts = newHostPolicy(cfg.WorkerAllowedHosts, nil)
 	s.probes = make(probeSlots, max(cfg.RegistrationProbes, 1))
 	if s.client == nil {

@@ -146,6 +146,9 @@ func (s *Service) publishLocked(ctx context.Context, spec Spec, w worker.Worker)
 		return err
 	}
 	rec := ports.FleetRecord{ID: w.ID, URL: w.URL, Spec: body}
+	if s.private[w.ID] {
+		return nil
+	}
 	existing, err := f.store.Put(ctx, rec)
 	switch {
 	case err == nil:
@@ -265,7 +268,7 @@ func (s *Service) reconcileLocked(ctx context.Context) {
 		}
 	}
 	for _, l := range s.store.List() {
-		if in[l.ID] || l.Status() == worker.StatusDraining {
+		if in[l.ID] || s.private[l.ID] || l.Status() == worker.StatusDraining {
 			continue
 		}
 		if _, pending := f.puts[l.ID]; pending {

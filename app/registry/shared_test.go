@@ -278,3 +278,10 @@ func TestFleetThatLostItsRecordsIsWrittenBackNotDrained(t *testing.T) {
 		}
 	}
 }
+
+// registryRecord is a fleet record for a worker at url, as another replica writes it.
+func registryRecord(t *testing.T, url string) ports.FleetRecord {
+	t.Helper()
+	return ports.FleetRecord{ID: "4f9c1f52-8d37-4e1b-9b7a-0a6a7f6c0b11", URL: url,
+		Spec: []byte(`{"url":"` + url + `","worker_type":"decode","health":{"disable_health_check":true}}`)}
+}

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/smg-go/smg/domain/errs"
@@ -69,17 +68,10 @@ func ParseWorkersFile(b []byte) ([]Spec, error) {
 	return specs, nil
 }
 
-// fileEntry is a worker registered from the workers file: its id and its body (canonical
-// JSON, to see an edited entry).
-type fileEntry struct {
-	id   string
-	body string
-}
-
 // workersFile is the --workers-file state. Guarded by Service.fileMu.
 type workersFile struct {
-	last  []byte               // the content last applied
-	owned map[string]fileEntry // normalized URL -> the worker registered from the file
+	last []byte   // the content last applied
+	set  declared // the workers registered from the file
 }
 
 // ReloadWorkersFile reads --workers-file and makes the registry match it: entries not
@@ -108,65 +100,7 @@ func (s *Service) applyWorkersFile(ctx context.Context, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("invalid --workers-file %s: %w", s.cfg.WorkersFile, err)
 	}
-	if s.file.owned == nil {
-		s.file.owned = map[string]fileEntry{}
-	}
-	seen := map[string]bool{}
-	var problems []error
-	added, removed := 0, 0
-	for i, spec := range specs {
-		w, err := s.prepare(ctx, spec, false)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("--workers-file entry %d: %s", i, message(err)))
-			continue
-		}
-		canon, _ := json.Marshal(spec)
-		body := string(canon)
-		seen[w.URL] = true
-
-		s.mu.Lock()
-		e, owned := s.file.owned[w.URL]
-		if owned {
-			cur, err := s.store.Get(e.id)
-			if err == nil && e.body == body {
-				s.mu.Unlock()
-				continue
-			}
-			if err == nil {
-				s.unpublishLocked(ctx, cur.ID)
-				s.dropLocked(cur) // edited: the new registration replaces it at once
-			}
-		} else if cur, err := s.store.GetByURL(w.URL); err == nil {
-			s.file.owned[w.URL] = fileEntry{id: cur.ID, body: body}
-			s.mu.Unlock()
-			continue
-		}
-		acc, err := s.addLocked(ctx, spec, w, uuid.NewString(), true)
-		if err != nil {
-			delete(s.file.owned, w.URL)
-			s.mu.Unlock()
-			problems = append(problems, fmt.Errorf("--workers-file entry %d: %s", i, message(err)))
-			continue
-		}
-		s.file.owned[w.URL] = fileEntry{id: acc.WorkerID, body: body}
-		s.mu.Unlock()
-		added++
-	}
-	for url, e := range s.file.owned {
-		if seen[url] {
-			continue
-		}
-		delete(s.file.owned, url)
-		s.mu.Lock()
-		if l, err := s.store.Get(e.id); err == nil {
-			s.unpublishLocked(ctx, e.id)
-			s.removeLocked(l)
-			removed++
-		}
-		s.mu.Unlock()
-	}
-	s.log.Info("workers file applied", "file", s.cfg.WorkersFile, "entries", len(specs), "registered", added, "removed", removed)
-	return errors.Join(problems...)
+	return s.applyDeclared(ctx, &s.file.set, specs)
 }
 
 // watchWorkersFile re-applies the workers file when its content changes (polled every

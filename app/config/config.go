@@ -136,6 +136,15 @@ type Config struct {
 	// registered at start-up and kept in step with the file (re-read on change and on
 	// SIGHUP); "" = none.
 	WorkersFile string
+
+	// Kubernetes service discovery (seed "Kubernetes Service Discovery", smg-spec.md §10).
+	ServiceDiscovery          bool     // --service-discovery: watch pods and register the matching ones
+	PrefillSelector           []string // --prefill-selector key=value ...: prefill pods (PD mode)
+	DecodeSelector            []string // --decode-selector key=value ...: decode pods (PD mode)
+	EncodeSelector            []string // --encode-selector key=value ...: encode pods (PD mode; first in precedence)
+	Selector                  []string // --selector key=value ...: regular pods (without --pd-disaggregation)
+	ServiceDiscoveryNamespace string   // --service-discovery-namespace; "" = all namespaces
+	ServiceDiscoveryPort      int      // --service-discovery-port, 80: the worker port on every pod
 }
 
 // Default returns SMG's defaults.
@@ -192,6 +201,7 @@ func Default() Config {
 		MaxWorkers:                 1024,
 		RegistrationProbes:         16,
 		RequestIDHeaders:           []string{"x-request-id", "x-correlation-id", "x-trace-id", "request-id"},
+		ServiceDiscoveryPort:       80,
 	}
 }
 

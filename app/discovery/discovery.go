@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/fx"
+	"k8s.io/client-go/rest"
 
 	"github.com/smg-go/smg/adapters/discovery/kubernetes"
 	"github.com/smg-go/smg/app/config"
@@ -37,6 +38,9 @@ type params struct {
 	Config   config.Config
 	Registry *registry.Service
 	Logger   *slog.Logger `optional:"true"`
+	// Kube, when provided, is the API server to watch (tests); otherwise the in-cluster
+	// config, else $KUBECONFIG or ~/.kube/config.
+	Kube *rest.Config `optional:"true"`
 }
 
 func start(p params) error {
@@ -56,7 +60,7 @@ func start(p params) error {
 	w, err := kubernetes.New(kubernetes.Options{
 		Namespace: cfg.ServiceDiscoveryNamespace, Port: cfg.ServiceDiscoveryPort, PD: cfg.PDDisaggregation,
 		Prefill: sel(cfg.PrefillSelector), Decode: sel(cfg.DecodeSelector), Encode: sel(cfg.EncodeSelector),
-		Regular: sel(cfg.Selector), Logger: log,
+		Regular: sel(cfg.Selector), Logger: log, Config: p.Kube,
 	}, func(ts []kubernetes.Target) {
 		if err := p.Registry.SyncDiscovered(ctx, Specs(ts)); err != nil {
 			log.Warn("service discovery: some pods were not registered", "error", err.Error())

@@ -14,6 +14,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/smg-go/smg/adapters/discovery/kubernetes"
+	"github.com/smg-go/smg/adapters/discovery/kubernetes/k8stest"
 )
 
 func TestParseSelector(t *testing.T) {
@@ -80,7 +81,7 @@ func setStatus(t *testing.T, cs k8s.Interface, ns, name, ip string, readyStatus 
 // ignored; a pod marked not ready or deleted leaves the set.
 func TestDiscoveryAgainstARealAPIServer(t *testing.T) {
 	t.Parallel()
-	cfg := apiServer(t)
+	cfg := k8stest.Start(t)
 	cs, err := k8s.NewForConfig(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,4 +1,9 @@
-package kubernetes_test
+// Package k8stest starts a real kube-apiserver and etcd on loopback for the service-discovery
+// tests (the client-go fake clientset ignores label selectors in watches, so it cannot stand
+// in for them). `make k8s-bins` (tools/k8stest/build.sh) builds the binaries into
+// .cache/k8s/apiserver-v1.37.2-etcd-v3.7.3/, or $SMG_K8S_BIN names the directory. Without
+// them Start skips the test, except under CI (CI set), where it fails.
+package k8stest
 
 import (
 	"crypto/rand"
@@ -22,10 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// The discovery tests run against a real kube-apiserver and etcd (the client-go fake
-// clientset ignores label selectors in watches). `make k8s-bins` (tools/k8stest/build.sh)
-// builds them into .cache/k8s/apiserver-v1.37.2-etcd-v3.7.3/, or $SMG_K8S_BIN names the
-// directory. Without them the tests skip, except under CI (CI set), where they fail.
+// binDir is the cache folder of the binaries, keyed by their versions (tools/k8stest/build.sh).
 const binDir = "apiserver-v1.37.2-etcd-v3.7.3"
 
 func bins(t *testing.T) string {
@@ -33,7 +35,7 @@ func bins(t *testing.T) string {
 	dir := os.Getenv("SMG_K8S_BIN")
 	if dir == "" {
 		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "k8s", binDir)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", ".cache", "k8s", binDir)
 	}
 	for _, b := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
@@ -84,9 +86,10 @@ func proc(t *testing.T, log string, name string, args ...string) {
 	})
 }
 
-// apiServer starts etcd and kube-apiserver on loopback ports and returns a client config
-// (token auth, system:masters) once /readyz answers.
-func apiServer(t *testing.T) *rest.Config {
+// Start starts etcd and kube-apiserver on loopback ports and returns a client config (token
+// auth, system:masters) once /readyz answers (within 60 s). Both are stopped at cleanup, the
+// API server first.
+func Start(t *testing.T) *rest.Config {
 	t.Helper()
 	bin := bins(t)
 	dir := t.TempDir()

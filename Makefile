@@ -33,7 +33,7 @@ k8s-bins:
 
 ## test-k8s: the service-discovery tests against a real API server (builds the binaries first)
 test-k8s: k8s-bins
-	CI=$${CI:-1} $(GO) test -race -count=1 ./adapters/discovery/... ./app/discovery/ ./test/discovery/
+	SMG_REQUIRE_K8S=1 $(GO) test -race -count=1 ./adapters/discovery/... ./app/discovery/ ./test/discovery/
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
 bench: fixtures

@@ -82,6 +82,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		fx.Provide(func(reg *prometheus.Registry) (store.FallbackCounter, error) {
 			return metrics.NewFallbackCounter(reg)
 		}),
+		fx.Provide(func(reg *prometheus.Registry) (discovery.Recorder, error) {
+			return metrics.NewDiscoveryMetrics(reg)
+		}),
 		admission.Module(),
 		dispatch.Module(),
 		resilienceModule(),

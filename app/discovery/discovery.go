@@ -41,6 +41,14 @@ type params struct {
 	// Kube, when provided, is the API server to watch (tests); otherwise the in-cluster
 	// config, else $KUBECONFIG or ~/.kube/config.
 	Kube *rest.Config `optional:"true"`
+	// Metrics records the smg_discovery_* series (smg-spec.md §7.5); nil = none.
+	Metrics Recorder `optional:"true"`
+}
+
+// Recorder records one discovery sync: the desired set's size, the registrations that
+// succeeded and failed, the workers removed, and the time it took.
+type Recorder interface {
+	Sync(source string, desired, ok, failed, removed int, took time.Duration)
 }
 
 func start(p params) error {
@@ -62,7 +70,12 @@ func start(p params) error {
 		Prefill: sel(cfg.PrefillSelector), Decode: sel(cfg.DecodeSelector), Encode: sel(cfg.EncodeSelector),
 		Regular: sel(cfg.Selector), Logger: log, Config: p.Kube,
 	}, func(ts []kubernetes.Target) {
-		if err := p.Registry.SyncDiscovered(ctx, Specs(ts)); err != nil {
+		start := time.Now()
+		res, err := p.Registry.SyncDiscovered(ctx, Specs(ts))
+		if p.Metrics != nil {
+			p.Metrics.Sync("kubernetes", len(ts), res.Registered, res.Failed, res.Removed, time.Since(start))
+		}
+		if err != nil {
 			log.Warn("service discovery: some pods were not registered", "error", err.Error())
 		}
 	})

@@ -32,10 +32,22 @@ type declaredEntry struct {
 	body string
 }
 
+// DeclaredResult counts what one apply of a declared set did.
+type DeclaredResult struct {
+	// Registered and Failed count the entries registered and refused; Removed the workers
+	// removed because their entry was gone.
+	Registered, Failed, Removed int
+}
+
 // applyDeclared makes the registry match specs for the source d (see declared). Entries
 // that cannot be registered are reported together; the others are applied. Callers
 // serialize calls per source.
 func (s *Service) applyDeclared(ctx context.Context, d *declared, specs []Spec) error {
+	_, err := s.applyDeclaredCount(ctx, d, specs)
+	return err
+}
+
+func (s *Service) applyDeclaredCount(ctx context.Context, d *declared, specs []Spec) (DeclaredResult, error) {
 	if d.owned == nil {
 		d.owned = map[string]declaredEntry{}
 	}
@@ -105,7 +117,7 @@ func (s *Service) applyDeclared(ctx context.Context, d *declared, specs []Spec) 
 	if added+removed > 0 {
 		s.log.Info("declared workers applied", "source", d.name, "entries", len(specs), "registered", added, "removed", removed)
 	}
-	return errors.Join(problems...)
+	return DeclaredResult{Registered: added, Failed: len(problems), Removed: removed}, errors.Join(problems...)
 }
 
 // SyncDiscovered makes the workers service discovery registered match specs, its whole
@@ -113,9 +125,10 @@ func (s *Service) applyDeclared(ctx context.Context, d *declared, specs []Spec) 
 // DELETE removes them (draining). A URL registered otherwise (flags, admin API, workers
 // file, the shared fleet) is left alone. Discovered workers are this replica's own: they are
 // not written to a shared fleet, since every replica watches the API server itself.
-// Entries that cannot be registered are returned together; the others are applied.
-func (s *Service) SyncDiscovered(ctx context.Context, specs []Spec) error {
+// Entries that cannot be registered are returned together; the others are applied. The
+// result counts what changed.
+func (s *Service) SyncDiscovered(ctx context.Context, specs []Spec) (DeclaredResult, error) {
 	s.discMu.Lock()
 	defer s.discMu.Unlock()
-	return s.applyDeclared(ctx, &s.disc, specs)
+	return s.applyDeclaredCount(ctx, &s.disc, specs)
 }

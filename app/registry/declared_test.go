@@ -22,10 +22,12 @@ func TestSyncDiscoveredKeepsItsOwnSet(t *testing.T) {
 	manual, err := s.Register(context.Background(), registry.Spec{URL: e2.URL, WorkerType: "decode"})
 	require.NoError(t, err)
 
-	require.NoError(t, s.SyncDiscovered(context.Background(), []registry.Spec{
+	res, err := s.SyncDiscovered(context.Background(), []registry.Spec{
 		{URL: e1.URL, WorkerType: "prefill", KVConnector: "NixlConnector", Labels: map[string]string{"smg.ai/pod-uid": "u1"}},
 		{URL: e2.URL, WorkerType: "decode"},
-	}))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, registry.DeclaredResult{Registered: 1}, res, "the URL registered by hand is skipped")
 	l, err := store.GetByURL(e1.URL)
 	require.NoError(t, err)
 	assert.Equal(t, "NixlConnector", l.KVConnector)
@@ -41,7 +43,9 @@ func TestSyncDiscoveredKeepsItsOwnSet(t *testing.T) {
 	_, err = store.GetByURL(e1.URL)
 	require.NoError(t, err, "a reconcile does not remove discovered workers")
 
-	require.NoError(t, s.SyncDiscovered(context.Background(), nil))
+	res, err = s.SyncDiscovered(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, registry.DeclaredResult{Removed: 1}, res)
 	_, err = store.GetByURL(e1.URL)
 	assert.Error(t, err, "gone from the desired set: removed")
 	_, err = store.Get(manual.WorkerID)

@@ -111,8 +111,13 @@ func TestDiscoveredPodsServeAndLeave(t *testing.T) {
 	require.Eventually(t, func() bool { return dec.Stats().HandoffsReceived == 1 }, 5*time.Second, 10*time.Millisecond)
 	assert.Zero(t, dec.Stats().RecomputedPrompts, "a real NIXL handoff")
 
+	m := g.Metrics(t)
+	assert.Equal(t, 2.0, m.Sum("smg_discovery_workers_discovered", "source", "kubernetes"))
+	assert.Equal(t, 2.0, m.Sum("smg_discovery_registrations_total", "source", "kubernetes", "result", "success"))
+
 	setStatus(t, cs, ns, "vllm-decode-0", "127.0.1.2", corev1.ConditionFalse)
 	g.WaitUntil(t, "the not-ready decode leaves", func(ws []fleet.WorkerInfo) bool { return len(ws) == 1 && ws[0].WorkerType == "prefill" })
 	require.NoError(t, cs.CoreV1().Pods(ns).Delete(ctx, "vllm-prefill-0", metav1.DeleteOptions{}))
 	g.WaitUntil(t, "the deleted prefill leaves", func(ws []fleet.WorkerInfo) bool { return len(ws) == 0 })
+	assert.Equal(t, 2.0, g.Metrics(t).Sum("smg_discovery_deregistrations_total", "source", "kubernetes", "reason", "reconciled"))
 }

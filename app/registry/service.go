@@ -439,6 +439,9 @@ func (s *Service) removeLocked(l *worker.Live) {
 // they are in the store (pending); probing runs in the background, so start-up is not
 // delayed by slow or absent workers. A URL listed twice is registered once (warning); an
 // invalid one gives an error naming the flag (config.Validate normally catches it first).
+// With a shared fleet (WithFleet) the whole fleet is taken in first and start-up workers it
+// already holds are left as they are; then --workers-file is applied (an unreadable or
+// invalid file is an error naming the flag) and watched until Close.
 func (s *Service) RegisterStartup(ctx context.Context) error {
 	type entry struct {
 		flag string

@@ -112,7 +112,9 @@ func Start(t *testing.T) *rest.Config {
 		"--secure-port="+strconv.Itoa(port), "--cert-dir="+filepath.Join(dir, "certs"),
 		"--token-auth-file="+filepath.Join(dir, "tokens.csv"), "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+filepath.Join(dir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"), "--service-cluster-ip-range=10.0.0.0/24")
+		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"), "--service-cluster-ip-range=10.0.0.0/24",
+		// No controller manager creates the default service account: do not require one.
+		"--disable-admission-plugins=ServiceAccount")
 	host := fmt.Sprintf("https://127.0.0.1:%d", port)
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test server with a self-signed cert
 	deadline := time.Now().Add(60 * time.Second)

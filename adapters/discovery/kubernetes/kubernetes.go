@@ -19,8 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -94,9 +94,7 @@ type Target struct {
 // Watcher watches pods and reports the desired targets.
 type Watcher struct {
 	o        Options
-	cs       kubernetes.Interface
 	onChange func([]Target)
-	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	kick     chan struct{}
 	stop     chan struct{}
@@ -130,22 +128,44 @@ func New(o Options, onChange func([]Target)) (*Watcher, error) {
 			return nil, err
 		}
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	rc, err := podClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
-	w := &Watcher{o: o, cs: cs, onChange: onChange, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	w := &Watcher{o: o, onChange: onChange, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	common := labels.Set(o.common()).String()
-	w.factory = informers.NewSharedInformerFactoryWithOptions(cs, o.Resync,
-		informers.WithNamespace(o.Namespace), // "" = all namespaces
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = common }))
-	w.informer = w.factory.Core().V1().Pods().Informer()
+	lw := cache.NewFilteredListWatchFromClient(rc, "pods", o.Namespace, // "" = all namespaces
+		func(lo *metav1.ListOptions) { lo.LabelSelector = common })
+	w.informer = cache.NewSharedIndexInformer(lw, &corev1.Pod{}, o.Resync, cache.Indexers{})
 	_, _ = w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.poke() },
 		UpdateFunc: func(any, any) { w.poke() },
 		DeleteFunc: func(any) { w.poke() },
 	})
 	return w, nil
+}
+
+// podClient is a REST client for core/v1 with a scheme holding only that group: the
+// generated clientset (k8s.io/client-go/kubernetes) registers every API group at init, which
+// costs every gateway process about 30 MB and 20 ms at start-up, discovery or not.
+func podClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	sch := runtime.NewScheme()
+	if err := corev1.AddToScheme(sch); err != nil {
+		return nil, err
+	}
+	metav1.AddToGroupVersion(sch, corev1.SchemeGroupVersion)
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = serializer.NewCodecFactory(sch).WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = "smg"
+	}
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return rc, nil
 }
 
 func restConfig(path string) (*rest.Config, error) {
@@ -177,7 +197,11 @@ func (w *Watcher) poke() {
 // retries with backoff) and reports the desired set once the list arrives. Changes are
 // reported until Stop.
 func (w *Watcher) Start(ctx context.Context) error {
-	w.factory.Start(w.stop)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.informer.Run(w.stop)
+	}()
 	synced := make(chan struct{})
 	w.wg.Add(1)
 	go func() {
@@ -213,7 +237,6 @@ func (w *Watcher) Start(ctx context.Context) error {
 func (w *Watcher) Stop() {
 	w.once.Do(func() {
 		close(w.stop)
-		w.factory.Shutdown()
 		w.wg.Wait()
 	})
 }

@@ -22,7 +22,7 @@ fixtures:
 
 ## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under
 ## the race detector, then the deploy artefact and alert-rule checks (docs/deploy.md)
-test: fixtures
+test: fixtures k8s-bins
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v '/test/shared$$')
@@ -30,6 +30,16 @@ test: fixtures
 	@# on its own, so the other packages' load cannot push Redis into its fallback.
 	$(GO) test -race -timeout 10m ./test/shared/
 	$(MAKE) deploy-check rules-check
+
+## k8s-bins: kube-apiserver v1.37.2 and etcd v3.7.3 for the Kubernetes discovery tests, built
+## once into ~/.cache/smg-k8s/ from tools/k8stest (about 7 minutes of CPU cold, seconds when cached)
+.PHONY: k8s-bins test-k8s
+k8s-bins:
+	nice -n 19 ./tools/k8stest/build.sh
+
+## test-k8s: the service-discovery tests against a real API server (builds the binaries first)
+test-k8s: k8s-bins
+	SMG_REQUIRE_K8S=1 $(GO) test -race -count=1 ./adapters/discovery/... ./app/discovery/ ./test/discovery/
 
 ## bench: hot-path micro-benchmarks (-benchmem), then gateway vs direct client on simulated fleets (docs/benchmarks.md)
 bench: fixtures

@@ -21,6 +21,7 @@ import (
 	"github.com/smg-go/smg/adapters/telemetry"
 	"github.com/smg-go/smg/app/admission"
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/discovery"
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/health"
 	"github.com/smg-go/smg/app/pipeline"
@@ -66,6 +67,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		memory.Module(),
 		grpcengine.Module(), // gRPC workers: detection, health probes, engine-id refresh
 		registry.Module(),
+		discovery.Module(), // --service-discovery: Kubernetes pods become registrations
 		health.Module(),
 		// The registry owns a new HTTP worker's activation (probe, detection, swap): the
 		// health checker must not make it ready first.
@@ -80,6 +82,9 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		}),
 		fx.Provide(func(reg *prometheus.Registry) (store.FallbackCounter, error) {
 			return metrics.NewFallbackCounter(reg)
+		}),
+		fx.Provide(func(reg *prometheus.Registry) (discovery.Recorder, error) {
+			return metrics.NewDiscoveryMetrics(reg)
 		}),
 		admission.Module(),
 		pipeline.TextModule(),  // gRPC text pipeline: tokenizers, chat templates

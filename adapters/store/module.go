@@ -37,14 +37,19 @@ type sharedOut struct {
 	fx.Out
 	Slots  ports.SlotCounter
 	Sticky ports.StickyStore
+	// Fleet is the shared worker registry; nil without --redis-url (registrations stay per
+	// instance).
+	Fleet ports.FleetStore
 }
 
-// Module provides ports.SlotCounter and ports.StickyStore. Without --redis-url they are the
+// Module provides ports.SlotCounter, ports.StickyStore and ports.FleetStore. Without --redis-url they are the
 // in-memory adapters (per instance). With it, the Redis adapters (prefix --redis-key-prefix,
 // default "smg:"; 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
 // and FallbackSticky over the in-memory ones. A Redis that does not answer at start-up is
 // logged, not fatal: the gateway starts on per-instance state and switches to Redis once it
-// answers. A URL go-redis cannot parse fails the start.
+// answers. A URL go-redis cannot parse fails the start. The fleet (the shared worker
+// registry, redis.Fleet) is nil without --redis-url and is not wrapped: while Redis is down
+// the registry keeps its last known workers itself.
 func Module() fx.Option {
 	return fx.Module("store.shared", fx.Provide(newShared))
 }
@@ -66,6 +71,7 @@ func newShared(in sharedIn) (sharedOut, error) {
 	}
 	o := redis.Options{Logger: log, Prefix: in.Options.KeyPrefix}
 	var slots *redis.Slots
+	fleet := redis.NewFleet(c, o)
 	in.LC.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := redis.Ping(ctx, c, 0); err != nil {
@@ -78,6 +84,7 @@ func newShared(in sharedIn) (sharedOut, error) {
 			if slots != nil {
 				_ = slots.Close()
 			}
+			_ = fleet.Close()
 			return c.Close()
 		},
 	})
@@ -86,5 +93,6 @@ func newShared(in sharedIn) (sharedOut, error) {
 	return sharedOut{
 		Slots:  NewFallbackSlots(slots, memSlots, fo),
 		Sticky: NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
+		Fleet:  fleet,
 	}, nil
 }

@@ -31,10 +31,13 @@ func TestModuleSelectsAdapters(t *testing.T) {
 			t.Parallel()
 			var slots ports.SlotCounter
 			var sticky ports.StickyStore
-			app := fxtest.New(t, fx.Supply(store.SharedOptions{RedisURL: c.url(t)}, quiet), store.Module(), fx.Populate(&slots, &sticky))
+			var fleet ports.FleetStore
+			app := fxtest.New(t, fx.Supply(store.SharedOptions{RedisURL: c.url(t)}, quiet), store.Module(), fx.Populate(&slots, &sticky, &fleet))
 			app.RequireStart()
 			defer app.RequireStop()
 			assert.IsType(t, c.wantSlots, slots)
+			_, inMemory := slots.(*memory.Slots)
+			assert.Equal(t, inMemory, fleet == nil, "a shared fleet exactly when Redis is configured")
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			key := redistest.Prefix() + "k"

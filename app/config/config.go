@@ -132,6 +132,20 @@ type Config struct {
 
 	// Request ids (smg-spec.md §3.8).
 	RequestIDHeaders []string // --request-id-headers: where a client request id is read from, and the only request-id headers forwarded to engines
+
+	// Declarative workers: --workers-file, a YAML or JSON list of POST /workers bodies
+	// registered at start-up and kept in step with the file (re-read on change and on
+	// SIGHUP); "" = none.
+	WorkersFile string
+
+	// Kubernetes service discovery (seed "Kubernetes Service Discovery", smg-spec.md §10).
+	ServiceDiscovery          bool     // --service-discovery: watch pods and register the matching ones
+	PrefillSelector           []string // --prefill-selector key=value ...: prefill pods (PD mode)
+	DecodeSelector            []string // --decode-selector key=value ...: decode pods (PD mode)
+	EncodeSelector            []string // --encode-selector key=value ...: encode pods (PD mode; first in precedence)
+	Selector                  []string // --selector key=value ...: regular pods (without --pd-disaggregation)
+	ServiceDiscoveryNamespace string   // --service-discovery-namespace; "" = all namespaces
+	ServiceDiscoveryPort      int      // --service-discovery-port, 80: the worker port on every pod
 }
 
 // Default returns SMG's defaults.
@@ -188,6 +202,7 @@ func Default() Config {
 		MaxWorkers:                 1024,
 		RegistrationProbes:         16,
 		RequestIDHeaders:           []string{"x-request-id", "x-correlation-id", "x-trace-id", "request-id"},
+		ServiceDiscoveryPort:       80,
 	}
 }
 

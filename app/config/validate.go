@@ -54,6 +54,7 @@ func (c Config) Validate() error {
 		c.validateResilience, c.validateHealth, c.validateTimeouts, c.validateObservability,
 		c.validateEdge,
 		c.validateText,
+		c.validateDiscovery,
 	} {
 		if err := check(); err != nil {
 			return err

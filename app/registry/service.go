@@ -60,12 +60,25 @@ type Service struct {
 	cancel context.CancelFunc
 	closed bool
 	wg     sync.WaitGroup
+
+	fleet fleetSync // the shared registry (--redis-url); zero = none
+
+	fileMu sync.Mutex  // serializes workers-file loads; taken before mu
+	file   workersFile // --workers-file state
+	discMu sync.Mutex  // serializes discovery syncs; taken before mu
+	disc   declared    // the workers service discovery registered
+	// private holds the ids of workers this replica keeps out of a shared fleet
+	// (discovery's); guarded by mu.
+	private map[string]bool
 }
 
 // New builds a Service. client nil = a private client; logger nil = slog.Default().
 // Background work (activation probes, drains) runs until Close.
 func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger *slog.Logger) *Service {
-	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{}}
+	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{},
+		private: map[string]bool{}}
+	s.file.set = declared{name: "--workers-file", adopt: true}
+	s.disc = declared{name: "service discovery", private: true}
 	s.hosts = newHostPolicy(cfg.WorkerAllowedHosts, nil)
 	s.probes = make(probeSlots, max(cfg.RegistrationProbes, 1))
 	if s.client == nil {
@@ -86,7 +99,9 @@ func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger
 // ports.WorkerStore and config.Config; *http.Client and *slog.Logger are used when provided.
 func Module() fx.Option {
 	return fx.Module("registry",
-		fx.Provide(func(p params) *Service { return New(p.Store, p.Config, p.Client, p.Logger).WithGRPC(p.GRPC) }),
+		fx.Provide(func(p params) *Service {
+			return New(p.Store, p.Config, p.Client, p.Logger).WithGRPC(p.GRPC).WithFleet(p.Fleet, FleetOptions{})
+		}),
 		fx.Invoke(func(lc fx.Lifecycle, s *Service) {
 			lc.Append(fx.Hook{OnStart: s.RegisterStartup, OnStop: s.Close})
 		}),
@@ -100,6 +115,7 @@ type params struct {
 	Client *http.Client      `optional:"true"`
 	Logger *slog.Logger      `optional:"true"`
 	GRPC   ports.GRPCEngines `optional:"true"`
+	Fleet  ports.FleetStore  `optional:"true"` // nil: registrations stay per replica
 }
 
 // SetPairingKey installs the function that computes a worker's pd_pairing key (the pairing
@@ -149,17 +165,37 @@ func (s *Service) Register(ctx context.Context, spec Spec) (Accepted, error) {
 // (startup workers: the operator's own flags, whose DNS look-ups must not hold up start-up;
 // the registry's client still refuses a blocked address when it dials).
 func (s *Service) register(ctx context.Context, spec Spec, resolve bool) (Accepted, error) {
-	w, err := spec.Build()
+	w, err := s.prepare(ctx, spec, resolve)
 	if err != nil {
 		return Accepted{}, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addLocked(ctx, spec, w, uuid.NewString(), true)
+}
+
+// prepare validates spec and checks its host against the host policy (see register).
+func (s *Service) prepare(ctx context.Context, spec Spec, resolve bool) (worker.Worker, error) {
+	w, err := spec.Build()
+	if err != nil {
+		return w, err
+	}
 	if err := refusePD(w); err != nil {
-		return Accepted{}, err
+		return w, err
 	}
 	if err := s.hosts.check(ctx, w, resolve); err != nil {
-		return Accepted{}, err
+		return w, err
 	}
-	w.ID = uuid.NewString()
+	return w, nil
+}
+
+// addLocked adds the prepared worker w under id as pending and starts its activation. local
+// marks a registration made through this replica (admin API, start-up flags, workers file):
+// it is subject to --max-workers and, with a shared fleet, published to it first (a URL the
+// fleet already holds is refused with 409). A worker taken from the fleet (local false) is
+// only added here. Callers hold s.mu.
+func (s *Service) addLocked(ctx context.Context, spec Spec, w worker.Worker, id string, local bool) (Accepted, error) {
+	w.ID = id
 	activatable := w.Mode == worker.ConnHTTP || (w.Mode == worker.ConnGRPC && s.grpc != nil)
 	if !activatable && w.Runtime == worker.RuntimeUnspecified {
 		w.Runtime = worker.RuntimeSGLang // no detection (smg-spec.md §3.2 step 6)
@@ -169,22 +205,27 @@ func (s *Service) register(ctx context.Context, spec Spec, resolve bool) (Accept
 	if !healthOff && !activatable {
 		s.log.Warn("worker cannot be probed over HTTP; it stays pending", "worker", w.DisplayURL(), "worker_type", string(w.Role))
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Worker registry is shutting down")
 	}
 	if old, err := s.store.GetByURL(w.URL); err == nil {
 		return Accepted{}, alreadyExists(w.DisplayURL(), old.ID)
 	}
-	if err := s.checkCap(); err != nil {
-		return Accepted{}, err
+	if local {
+		if err := s.checkCap(); err != nil {
+			return Accepted{}, err
+		}
+		if err := s.publishLocked(ctx, spec, w); err != nil {
+			return Accepted{}, err
+		}
 	}
 	if !activatable && healthOff {
 		l.SetStatus(worker.StatusReady)
 	}
 	if err := s.store.Add(l); err != nil {
+		if local {
+			s.unpublishLocked(ctx, w.ID)
+		}
 		if errors.Is(err, ports.ErrDuplicateURL) {
 			old, _ := s.store.GetByURL(w.URL)
 			id := ""
@@ -205,7 +246,7 @@ func (s *Service) register(ctx context.Context, spec Spec, resolve bool) (Accept
 		}()
 	}
 	s.log.Info("worker registered", "worker", w.DisplayURL(), "worker_id", w.ID, "worker_type", string(w.Role),
-		"runtime_type", string(w.Runtime), "kv_connector", w.KVConnector)
+		"runtime_type", string(w.Runtime), "kv_connector", w.KVConnector, "from_fleet", !local)
 	return Accepted{WorkerID: w.ID, URL: w.DisplayURL(), Location: "/workers/" + w.ID}, nil
 }
 
@@ -335,8 +376,9 @@ func (s *Service) List() []*worker.Live { return s.store.List() }
 // Remove unregisters the worker with id (smg-spec.md §3.4): a ready worker is marked
 // draining (not routable) and removed after its drain settle time (health.drain_settle_secs,
 // else cfg.DrainSettle); any other worker is removed at once. A pending activation is
-// cancelled. Errors as Get.
-func (s *Service) Remove(_ context.Context, id string) error {
+// cancelled. With a shared fleet (WithFleet) the registration is deleted from the fleet
+// first, so every replica drains the worker the same way. Errors as Get.
+func (s *Service) Remove(ctx context.Context, id string) error {
 	if _, err := s.Get(id); err != nil {
 		return err
 	}
@@ -346,6 +388,15 @@ func (s *Service) Remove(_ context.Context, id string) error {
 	if err != nil {
 		return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
 	}
+	s.unpublishLocked(ctx, id)
+	s.removeLocked(l)
+	return nil
+}
+
+// removeLocked cancels l's activation and removes it: at once unless it is ready and has a
+// drain settle time, else after marking it draining for that time. Callers hold s.mu.
+func (s *Service) removeLocked(l *worker.Live) {
+	id := l.ID
 	if cancel, ok := s.jobs[id]; ok {
 		cancel()
 		delete(s.jobs, id)
@@ -356,11 +407,11 @@ func (s *Service) Remove(_ context.Context, id string) error {
 	}
 	if l.Status() != worker.StatusReady || settle <= 0 || s.closed {
 		if _, err := s.store.Remove(id); err != nil {
-			return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
+			return
 		}
 		s.forget(l)
 		s.log.Info("worker removed", "worker", l.DisplayURL(), "worker_id", id)
-		return nil
+		return
 	}
 	s.store.SetStatus(l, worker.StatusDraining)
 	s.log.Info("worker draining", "worker", l.DisplayURL(), "worker_id", id, "drain_settle", settle.String())
@@ -381,7 +432,6 @@ func (s *Service) Remove(_ context.Context, id string) error {
 			s.log.Info("worker removed", "worker", l.DisplayURL(), "worker_id", id)
 		}
 	}()
-	return nil
 }
 
 // RegisterStartup registers the workers named on the command line: every --prefill (with its
@@ -389,6 +439,9 @@ func (s *Service) Remove(_ context.Context, id string) error {
 // they are in the store (pending); probing runs in the background, so start-up is not
 // delayed by slow or absent workers. A URL listed twice is registered once (warning); an
 // invalid one gives an error naming the flag (config.Validate normally catches it first).
+// With a shared fleet (WithFleet) the whole fleet is taken in first and start-up workers it
+// already holds are left as they are; then --workers-file is applied (an unreadable or
+// invalid file is an error naming the flag) and watched until Close.
 func (s *Service) RegisterStartup(ctx context.Context) error {
 	type entry struct {
 		flag string
@@ -404,8 +457,12 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 	for _, u := range s.cfg.WorkerURLs {
 		list = append(list, entry{"--worker-urls", Spec{URL: u, WorkerType: string(worker.RoleRegular)}})
 	}
+	s.startFleet(ctx)
 	var problems []error
 	for _, e := range list {
+		if s.inFleet(e.spec) {
+			continue
+		}
 		_, err := s.register(ctx, e.spec, false)
 		if err == nil {
 			continue
@@ -420,6 +477,10 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 		}
 		problems = append(problems, fmt.Errorf("invalid value for %s %s: %s", e.flag, worker.RedactURL(e.spec.URL), msg))
 	}
+	if err := s.ReloadWorkersFile(ctx); err != nil {
+		problems = append(problems, err)
+	}
+	s.watchWorkersFile()
 	return errors.Join(problems...)
 }
 

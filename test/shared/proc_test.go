@@ -87,6 +87,15 @@ func startSMG(t *testing.T, name string, p *sim.Server, ds []*sim.Server, flags 
 		args = append(args, "--decode", d.URL())
 	}
 	args = append(args, flags...)
+	s := launch(t, name, args...)
+	s.waitReady(t, 1+len(ds))
+	return s
+}
+
+// launch starts `smg` with args and returns once it listens (the "smg listening" line), with
+// the cleanup of startSMG.
+func launch(t *testing.T, name string, args ...string) *smg {
+	t.Helper()
 	out := &logBuf{addr: make(chan string, 1)}
 	cmd := exec.Command(smgBin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -122,7 +131,6 @@ func startSMG(t *testing.T, name string, p *sim.Server, ds []*sim.Server, flags 
 	case <-time.After(startTimeout):
 		t.Fatalf("%s did not listen within %s:\n%s", name, startTimeout, out.String())
 	}
-	s.waitReady(t, 1+len(ds))
 	return s
 }
 
@@ -175,6 +183,7 @@ func (s *smg) waitReady(t *testing.T, n int) {
 }
 
 type workerInfo struct {
+	ID         string            `json:"id"`
 	URL        string            `json:"url"`
 	WorkerType string            `json:"worker_type"`
 	IsHealthy  bool              `json:"is_healthy"`

@@ -11,6 +11,7 @@ import (
 // parses (and rejects when the port is not 1..65535 or not a port at all). "--prefill=URL"
 // is handled the same way. Arguments after "--" are left alone.
 func joinPrefillPorts(args []string) []string {
+	args = splitSelectors(args)
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]

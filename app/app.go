@@ -63,7 +63,11 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 			return fxevent.NopLogger
 		}),
 		telemetry.Module(),
+		fx.Provide(func(c config.Config) telemetry.LogOptions { return LogOptions(c) }),
 		metrics.Module(),
+		fx.Provide(func(c config.Config) metrics.ServeOptions {
+			return metrics.ServeOptions{Host: c.PrometheusHost, Port: c.PrometheusPort}
+		}),
 		memory.Module(),
 		grpcengine.Module(), // gRPC workers: detection, health probes, engine-id refresh
 		registry.Module(),
@@ -114,4 +118,9 @@ func serverModule() fx.Option {
 			newServer,
 		),
 	)
+}
+
+// LogOptions maps --log-level, --log-format and --log-json onto the logger's options.
+func LogOptions(c config.Config) telemetry.LogOptions {
+	return telemetry.LogOptions{Level: c.LogLevel, Format: c.LogFormat, JSON: c.LogJSON}
 }

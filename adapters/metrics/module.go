@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 
-	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/ports"
 )
@@ -49,24 +48,33 @@ type routesOut struct {
 }
 
 // mainPortRoutes mounts GET /metrics on the main mux when --prometheus-port is 0.
-func mainPortRoutes(cfg config.Config, reg *prometheus.Registry) routesOut {
-	if cfg.PrometheusPort != 0 {
+func mainPortRoutes(o ServeOptions, reg *prometheus.Registry) routesOut {
+	if o.Port != 0 {
 		return routesOut{}
 	}
 	return routesOut{Routes: []ports.Route{{Pattern: "GET /metrics", Handler: Handler(reg)}}}
 }
 
+// ServeOptions say where GET /metrics is served; the composition root maps
+// --prometheus-host and --prometheus-port onto them.
+type ServeOptions struct {
+	// Host and Port are the /metrics listener's address; Port 0 serves /metrics on the main
+	// mux instead.
+	Host string
+	Port int
+}
+
 type serveIn struct {
 	fx.In
-	LC     fx.Lifecycle
-	Config config.Config
-	Reg    *prometheus.Registry
-	Log    *slog.Logger `optional:"true"`
+	LC      fx.Lifecycle
+	Options ServeOptions
+	Reg     *prometheus.Registry
+	Log     *slog.Logger `optional:"true"`
 }
 
 // serveOwnPort runs the /metrics listener on --prometheus-host:--prometheus-port.
 func serveOwnPort(in serveIn) {
-	if in.Config.PrometheusPort == 0 {
+	if in.Options.Port == 0 {
 		return
 	}
 	log := in.Log
@@ -76,7 +84,7 @@ func serveOwnPort(in serveIn) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", Handler(in.Reg))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	addr := net.JoinHostPort(in.Config.PrometheusHost, strconv.Itoa(in.Config.PrometheusPort))
+	addr := net.JoinHostPort(in.Options.Host, strconv.Itoa(in.Options.Port))
 	in.LC.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", addr)

@@ -59,7 +59,7 @@ func TestPrometheusPortZeroMountsRouteOnMainMux(t *testing.T) {
 	cfg.PrometheusPort = 0
 	var in routesIn
 	var pd ports.PDMetrics
-	app := fxtest.New(t, fx.Supply(cfg), metrics.Module(), fx.Populate(&in, &pd))
+	app := fxtest.New(t, fx.Supply(metrics.ServeOptions{Host: cfg.PrometheusHost, Port: cfg.PrometheusPort}), metrics.Module(), fx.Populate(&in, &pd))
 	app.RequireStart()
 	defer app.RequireStop()
 
@@ -81,7 +81,7 @@ func TestOwnPortServesMetrics(t *testing.T) {
 	cfg.PrometheusPort = freePort(t)
 	var in routesIn
 	var hm ports.HealthMetrics
-	app := fxtest.New(t, fx.Supply(cfg), metrics.Module(), fx.Populate(&in, &hm))
+	app := fxtest.New(t, fx.Supply(metrics.ServeOptions{Host: cfg.PrometheusHost, Port: cfg.PrometheusPort}), metrics.Module(), fx.Populate(&in, &hm))
 	app.RequireStart()
 	defer app.RequireStop()
 
@@ -101,7 +101,7 @@ func TestStartFailsWhenMetricsPortIsTaken(t *testing.T) {
 	cfg := config.Default()
 	cfg.PrometheusHost = "127.0.0.1"
 	cfg.PrometheusPort = ln.Addr().(*net.TCPAddr).Port
-	app := fx.New(fx.NopLogger, fx.Supply(cfg), metrics.Module())
+	app := fx.New(fx.NopLogger, fx.Supply(metrics.ServeOptions{Host: cfg.PrometheusHost, Port: cfg.PrometheusPort}), metrics.Module())
 	err = app.Start(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--prometheus-host/--prometheus-port")
@@ -129,7 +129,7 @@ func TestWorkerSeriesFollowTheStore(t *testing.T) {
 	existing := worker.NewLive(worker.Worker{URL: "http://p:8000", Role: worker.RolePrefill}, worker.StatusReady)
 	store := &fakeStore{workers: []*worker.Live{existing}}
 	var m *metrics.Metrics
-	app := fxtest.New(t, fx.Supply(cfg), fx.Provide(func() ports.WorkerStore { return store }),
+	app := fxtest.New(t, fx.Supply(metrics.ServeOptions{Host: cfg.PrometheusHost, Port: cfg.PrometheusPort}), fx.Provide(func() ports.WorkerStore { return store }),
 		metrics.Module(), fx.Populate(&m))
 	app.RequireStart()
 	defer app.RequireStop()

@@ -8,12 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-
-	"github.com/smg-go/smg/app/config"
 )
 
 // ParseLevel maps a --log-level value (debug, info, warn, error; case-insensitive) to a slog
-// level. Unknown values give info; config.Validate rejects them before this is reached.
+// level. Unknown values give info; the configuration rejects them before this is reached.
 func ParseLevel(s string) slog.Level {
 	switch strings.ToLower(s) {
 	case "debug":
@@ -26,16 +24,27 @@ func ParseLevel(s string) slog.Level {
 	return slog.LevelInfo
 }
 
+// LogOptions choose the gateway logger; the composition root maps --log-level, --log-format
+// and --log-json onto them.
+type LogOptions struct {
+	// Level is "debug", "info", "warn" or "error" (anything else: info).
+	Level string
+	// Format is "json", "text", "cloud" or "" (JSON unless JSON is false).
+	Format string
+	// JSON picks JSON over text when Format is "".
+	JSON bool
+}
+
 // NewLogger returns the gateway logger writing to w at --log-level in --log-format (json,
 // text, or cloud: see CloudHandler; without --log-format, JSON unless --log-json=false),
 // every record tagged service=smg, and records logged with a request's context tagged with
 // its request_id and trace_id (ContextHandler).
-func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: ParseLevel(cfg.LogLevel)}
-	format := strings.ToLower(cfg.LogFormat)
+func NewLogger(o LogOptions, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: ParseLevel(o.Level)}
+	format := strings.ToLower(o.Format)
 	if format == "" {
 		format = "text"
-		if cfg.LogJSON {
+		if o.JSON {
 			format = "json"
 		}
 	}

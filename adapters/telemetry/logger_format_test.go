@@ -19,7 +19,7 @@ func TestCloudLogFormatUsesSeverityAndMessage(t *testing.T) {
 	cfg := config.Default()
 	cfg.LogFormat = "cloud"
 	cfg.LogLevel = "debug"
-	log := telemetry.NewLogger(cfg, &buf)
+	log := telemetry.NewLogger(telemetry.LogOptions{Level: cfg.LogLevel, Format: cfg.LogFormat, JSON: cfg.LogJSON}, &buf)
 	log.Debug("d")
 	log.Info("i", "k", "v")
 	log.Warn("w")
@@ -48,7 +48,7 @@ func TestLogFormatOverridesLogJSON(t *testing.T) {
 		var buf bytes.Buffer
 		cfg := config.Default()
 		cfg.LogFormat, cfg.LogJSON = tc.format, tc.json
-		telemetry.NewLogger(cfg, &buf).Info("hello")
+		telemetry.NewLogger(telemetry.LogOptions{Level: cfg.LogLevel, Format: cfg.LogFormat, JSON: cfg.LogJSON}, &buf).Info("hello")
 		assert.Equal(t, tc.isJSON, json.Valid(bytes.TrimSpace(buf.Bytes())), "%+v: %s", tc, buf.String())
 	}
 	cfg := config.Default()

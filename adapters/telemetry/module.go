@@ -7,11 +7,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
-
-	"github.com/smg-go/smg/app/config"
 )
 
-// Module provides *slog.Logger (JSON on stderr at --log-level, also installed as
+// Module provides *slog.Logger (from the LogOptions the composition root supplies, on stderr, also installed as
 // slog.Default), *Tracing and trace.TracerProvider (installed as the OpenTelemetry globals
 // together with the W3C propagator), and flushes pending spans when the app stops.
 func Module() fx.Option {
@@ -21,8 +19,8 @@ func Module() fx.Option {
 	)
 }
 
-func provideLogger(cfg config.Config) *slog.Logger {
-	log := NewLogger(cfg, os.Stderr)
+func provideLogger(o LogOptions) *slog.Logger {
+	log := NewLogger(o, os.Stderr)
 	slog.SetDefault(log)
 	return log
 }

@@ -110,7 +110,7 @@ func TestAccessLogOnlyAtDebug(t *testing.T) {
 			var buf bytes.Buffer
 			cfg := config.Default()
 			cfg.LogLevel = level
-			h := telemetry.NewMiddleware(telemetry.NewLogger(cfg, &buf), nil)(mux)
+			h := telemetry.NewMiddleware(telemetry.NewLogger(telemetry.LogOptions{Level: cfg.LogLevel, Format: cfg.LogFormat, JSON: cfg.LogJSON}, &buf), nil)(mux)
 			req := httptest.NewRequest(http.MethodPost, "/workers", nil)
 			req.Header.Set("X-Request-Id", "rid-7")
 			serve(t, h, req)
@@ -139,7 +139,7 @@ func TestStreamingWritersStayFlushable(t *testing.T) {
 	cfg := config.Default()
 	cfg.LogLevel = "debug" // the access-log wrapper is the one that could hide Flush
 	var flushable bool
-	h := telemetry.NewMiddleware(telemetry.NewLogger(cfg, &buf), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := telemetry.NewMiddleware(telemetry.NewLogger(telemetry.LogOptions{Level: cfg.LogLevel, Format: cfg.LogFormat, JSON: cfg.LogJSON}, &buf), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, flushable = w.(http.Flusher)
 	}))
 	serve(t, h, httptest.NewRequest(http.MethodGet, "/", nil))

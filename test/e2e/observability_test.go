@@ -78,7 +78,9 @@ func startObsGateway(t *testing.T, decode fleet.Respond) *obsGateway {
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
 	o.g = fleet.StartGateway(t, cfg,
 		fx.Decorate(func(trace.TracerProvider) trace.TracerProvider { return tp }),
-		fx.Decorate(func(*slog.Logger) *slog.Logger { return telemetry.NewLogger(cfg, o.logs) }),
+		fx.Decorate(func(*slog.Logger) *slog.Logger {
+			return telemetry.NewLogger(telemetry.LogOptions{Level: cfg.LogLevel, Format: cfg.LogFormat, JSON: cfg.LogJSON}, o.logs)
+		}),
 	)
 	o.g.WaitWorkers(t, 2)
 	return o

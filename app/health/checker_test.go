@@ -114,9 +114,12 @@ func TestCheckerPendingWorkerBecomesReady(t *testing.T) {
 	w := addWorker(t, s, "p", f.srv.URL, worker.RolePrefill, worker.StatusPending)
 	require.Eventually(t, w.Healthy, waitFor, tick)
 	assert.GreaterOrEqual(t, m.get("prefill/success"), 2)
-	m.mu.Lock()
-	assert.True(t, m.healthy[f.srv.URL])
-	m.mu.Unlock()
+	// The health gauge is written just after the status, by the same probe loop.
+	assert.Eventually(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.healthy[f.srv.URL]
+	}, waitFor, tick)
 }
 
 func TestCheckerStoppedWorkerTurnsUnhealthy(t *testing.T) {

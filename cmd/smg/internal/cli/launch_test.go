@@ -286,6 +286,21 @@ func TestTakenPortExitsOne(t *testing.T) {
 
 func TestLaunchServesUntilCancelledThenExitsZero(t *testing.T) {
 	t.Parallel()
+	// freePort closes its listener before launch binds the port, so another parallel test may
+	// take it in between; launch then exits 1 at once and the test tries a new port.
+	for attempt := 0; attempt < 3; attempt++ {
+		if launchServesUntilCancelled(t) {
+			return
+		}
+	}
+	t.Fatal("launch could not bind a free port in 3 attempts")
+}
+
+// launchServesUntilCancelled starts launch on a free port, waits until it accepts connections,
+// cancels it and requires exit code 0. It reports false when the port was taken before launch
+// could bind it.
+func launchServesUntilCancelled(t *testing.T) bool {
+	t.Helper()
 	p := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -295,13 +310,22 @@ func TestLaunchServesUntilCancelledThenExitsZero(t *testing.T) {
 		done <- cli.Run(ctx, []string{"launch", "--host", "127.0.0.1", "--port", strconv.Itoa(p), "--prometheus-port", "0",
 			"--log-level", "error", "--pd-disaggregation", "--shutdown-drain-delay-secs", "0"}, envOf(nil), &out, &errOut)
 	}()
-	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err == nil {
-			c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case code := <-done:
+			require.Equal(t, 1, code, "launch returned before cancel: %s", errOut.String())
+			require.Contains(t, errOut.String(), "address already in use")
+			return false
+		default:
 		}
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond)
+		if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			c.Close()
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "launch did not listen within 10 s")
+		time.Sleep(20 * time.Millisecond)
+	}
 	cancel()
 	select {
 	case code := <-done:
@@ -309,6 +333,7 @@ func TestLaunchServesUntilCancelledThenExitsZero(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("launch did not return after cancel")
 	}
+	return true
 }
 
 func TestOpenAPIMatchesTheCommittedDocument(t *testing.T) {

@@ -8,6 +8,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -149,12 +150,38 @@ func ValidateURL(raw string) (ConnectionMode, error) {
 	if u.Hostname() == "" {
 		return "", fmt.Errorf("%w: %s - URL has no host", ErrInvalidURL, raw)
 	}
+	if numericNonIP(u.Hostname()) {
+		return "", fmt.Errorf("%w: %s - host %q is neither an IP address in standard form nor a DNS name", ErrInvalidURL, raw, u.Hostname())
+	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return "", fmt.Errorf("%w: %s - port must be between 1 and 65535", ErrInvalidURL, raw)
 		}
 	}
 	return mode, nil
+}
+
+// numericNonIP reports whether host looks like an address but is not one in standard form:
+// "127.1", "2130706433", "0x7f000001", "0177.0.0.1". Go does not parse these as IPs, so they
+// would be resolved through DNS and never answer (a DNS name's last label is never all digits,
+// RFC 3696 §2); refusing them keeps such registrations from sitting pending forever.
+func numericNonIP(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return false
+	}
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last == "" {
+		return false
+	}
+	if strings.HasPrefix(last, "0x") || strings.HasPrefix(last, "0X") {
+		return true
+	}
+	for _, c := range last {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // BaseURL is the URL with a trailing DP-rank suffix ("@<digits>") removed: the address legs

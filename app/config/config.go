@@ -58,7 +58,7 @@ type Config struct {
 	// "gateway" (default: fetch, resize, patch and expand placeholders here) or "worker"
 	// (the engine takes the media references; seed "Multimodal Requests", "EPD").
 	MMProcessing string
-	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	RedisURL     string // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
 	// RedisKeyPrefix starts every Redis key and channel of the shared state
 	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
 	// with different prefixes; replicas of one deployment must use the same.

@@ -237,3 +237,39 @@ func TestMMInvalidMedia(t *testing.T) {
 	}
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
 }
+
+// Streaming chat and /v1/messages with a base64 image source take the same media path.
+func TestMMStreamAndMessages(t *testing.T) {
+	t.Parallel()
+	g, p, d := mmFleet(t, grpcsim.EngineTokenSpeed, nil, nil)
+	img := testPNG(t, 64, 48, 10)
+	ids, _, mix := mmExpect(t, "Stream it.", img)
+	want := detok(t, grpcsim.MMHandoffTokens(ids, mix, 5))
+
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 5, "stream": true,
+		"messages": mmMessages("Stream it.", dataURL(img))}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done := sseData(t, r.Body)
+	require.True(t, done)
+	var got string
+	for _, ev := range events {
+		for _, c := range ev["choices"].([]any) {
+			if s, ok := c.(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+				got += s
+			}
+		}
+	}
+	assert.Equal(t, want, got)
+
+	r = g.Post(t, "/v1/messages", map[string]any{"model": pdModel, "max_tokens": 5, "messages": []map[string]any{{
+		"role": "user", "content": []map[string]any{
+			{"type": "image", "source": map[string]string{"type": "base64", "media_type": "image/png", "data": dataURL(img)[len("data:image/png;base64,"):]}},
+			{"type": "text", "text": "Stream it."}}}}}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	content := r.Object(t)["content"].([]any)
+	require.NotEmpty(t, content)
+	assert.Equal(t, want, content[0].(map[string]any)["text"], "the same prompt and pixels as the chat request")
+	assert.EqualValues(t, 2, p.Stats().MM.PixelItems)
+	assert.Zero(t, d.Stats().MM.PixelItems)
+	handoffClean(t, p, d, 2)
+}

@@ -209,15 +209,21 @@ func TestMMVLLMWorkerSideIdentityRelay(t *testing.T) {
 	handoffClean(t, p, d, 1)
 }
 
-// --mm-processing worker with TokenSpeed (prepared media only): 400 multimodal_not_supported.
-func TestMMTokenSpeedWorkerSideRefused(t *testing.T) {
+// --mm-processing worker with SGLang or TokenSpeed PD (prepared media only): 400
+// multimodal_not_supported before any leg.
+func TestMMParallelWorkerSideRefused(t *testing.T) {
 	t.Parallel()
-	g, p, d := mmFleet(t, grpcsim.EngineTokenSpeed, nil, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
-	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
-		"messages": mmMessages("Hi.", dataURL(testPNG(t, 64, 48, 9)))}, nil)
-	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
-	assert.Equal(t, "multimodal_not_supported", errCode(t, r))
-	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+	for _, engine := range []string{grpcsim.EngineTokenSpeed, grpcsim.EngineSGLang} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			g, p, d := mmFleet(t, engine, nil, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
+			r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
+				"messages": mmMessages("Hi.", dataURL(testPNG(t, 64, 48, 9)))}, nil)
+			require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+			assert.Equal(t, "multimodal_not_supported", errCode(t, r))
+			assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+		})
+	}
 }
 
 // Media the gateway cannot fetch or decode is a 400 invalid_media before any leg.

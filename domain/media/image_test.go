@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func encodePNG(t *testing.T, img image.Image) []byte {
+func encodePNG(t testing.TB, img image.Image) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, png.Encode(&b, img))

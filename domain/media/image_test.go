@@ -26,7 +26,7 @@ func encodePNG(t testing.TB, img image.Image) []byte {
 }
 
 func norm(c media.ProcessorConfig, ch int, v uint8) float32 {
-	return (float32(v)*c.RescaleFactor - c.ImageMean[ch]) / c.ImageStd[ch]
+	return (float32(float64(v)*c.RescaleFactor) - c.ImageMean[ch]) / c.ImageStd[ch]
 }
 
 // A 56x56 image needs no resize (56 = 2*28 and 56² = min_pixels), so every value can be

@@ -130,7 +130,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 			}
 			it, err := proc.ProcessImage(raw)
 			if err != nil {
-				return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, "image %d: %v", i, err)
+				return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "image %d: %v", i, err)
 			}
 			items[i] = it
 			return nil
@@ -143,7 +143,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 		if ctx.Err() != nil {
 			return errors.Join(err, ctx.Err())
 		}
-		return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, "%v", err)
+		return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "%v", err)
 	}
 	ids, places, err := media.ExpandPlaceholders(j.prompts[0].ids, padID, items)
 	if err != nil {

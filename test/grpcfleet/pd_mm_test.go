@@ -226,7 +226,7 @@ func TestMMParallelWorkerSideRefused(t *testing.T) {
 	}
 }
 
-// Media the gateway cannot fetch or decode is a 400 invalid_media before any leg.
+// Media the gateway cannot fetch or decode is a 400 invalid_request before any leg.
 func TestMMInvalidMedia(t *testing.T) {
 	t.Parallel()
 	g, p, d := mmFleet(t, grpcsim.EngineSGLang, nil, nil)
@@ -239,7 +239,7 @@ func TestMMInvalidMedia(t *testing.T) {
 		r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
 			"messages": mmMessages("Hi.", url)}, nil)
 		require.Equal(t, http.StatusBadRequest, r.Status, name+": "+string(r.Body))
-		assert.Equal(t, "invalid_media", errCode(t, r), name)
+		assert.Equal(t, "invalid_request", errCode(t, r), name)
 	}
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
 }

@@ -56,6 +56,8 @@ type GRPCLeg struct {
 	KVTransferJSON string
 	KVHost         string
 	KVPort         int
+	// MM is the leg's multimodal input; nil = text only.
+	MM *GRPCMultimodal
 }
 
 // GRPCEvent is one message of a Generate stream: a chunk (delta token ids, cumulative
@@ -73,6 +75,8 @@ type GRPCEvent struct {
 	// KVTransferJSON is what a vLLM prefill returns for the decode (kv_transfer_params_json,
 	// else the typed params rendered as JSON); "" = nothing.
 	KVTransferJSON string
+	// MediaIdentity is a vLLM prefill's media_identity (worker-side media); nil = none.
+	MediaIdentity *GRPCMediaIdentity
 }
 
 // GRPCStream is an open Generate RPC. Recv returns io.EOF after the last message and a gRPC

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
 )
 
 // genRequest is a Generate request in engine-neutral form.
@@ -30,6 +32,9 @@ type genRequest struct {
 
 	// vLLM kv_transfer_params (from the JSON field or the legacy typed one); nil = none.
 	kvParams map[string]any
+
+	// mm is the request's multimodal input; nil = text only.
+	mm *mmInput
 }
 
 // event is one message of the response stream in engine-neutral form.
@@ -43,6 +48,7 @@ type event struct {
 	finish                                       string
 	matchedToken                                 *uint32
 	kvParamsJSON                                 *string
+	identity                                     *vllmpb.MediaIdentity // a vLLM prefill's media_identity
 }
 
 type sender func(event) error
@@ -55,6 +61,7 @@ type handoffResult struct {
 	cached       int
 	kvParamsJSON *string
 	pdPrefill    bool
+	mix          uint64 // the media digest the tokens derive from (the prefill's, through the KV)
 }
 
 // generate runs one Generate RPC: counters, faults, validation, the handoff for the role,
@@ -127,10 +134,16 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 	if malformed {
 		return send(event{malformed: true})
 	}
+	if err := s.checkMM(&req); err != nil {
+		return err
+	}
 
 	h, err := s.handoff(ctx, req, noKV)
 	if err != nil {
 		return err
+	}
+	if h.source == 'r' {
+		h.mix = req.mm.mix()
 	}
 	cached := h.cached
 	if h.source == 'r' && cached == 0 && s.seen(req.ids) {
@@ -157,7 +170,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 	samples := max(req.n, 1)
 	toks := make([][]uint32, samples)
 	for i := range toks {
-		toks[i] = SampleTokens(req.ids, h.source == 'k', i, n)
+		toks[i] = sampleTokens(req.ids, h.mix, h.source == 'k', i, n)
 	}
 	outs := make([][]uint32, samples)
 	finish := make([]string, samples)
@@ -210,6 +223,9 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 	for i := range toks {
 		e := ev(i)
 		e.complete, e.finish, e.matchedToken, e.kvParamsJSON = true, finish[i], matched[i], h.kvParamsJSON
+		if req.mm != nil {
+			e.identity = req.mm.identity
+		}
 		if e.finish == "" {
 			e.finish = "length"
 		}

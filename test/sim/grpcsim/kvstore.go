@@ -11,6 +11,8 @@ type kvPayload struct {
 	Digest       uint64 `json:"digest,string"`
 	PromptTokens int    `json:"prompt_tokens"`
 	EngineID     string `json:"engine_id"`
+	// MM is the media digest the prefill computed the KV with (0 = text only).
+	MM uint64 `json:"mm,string,omitempty"`
 }
 
 var (

@@ -37,12 +37,15 @@ type Stats struct {
 	AbortRPCs int64 `json:"abort_rpcs"`
 	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
 	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
+	// MM is what the instance received of multimodal input.
+	MM MMStats `json:"mm"`
 }
 
 type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
 	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
 	lastAbort                                                           atomic.Int64
+	mm                                                                  mmCounters
 }
 
 func (c *counters) snapshot() Stats {
@@ -52,6 +55,7 @@ func (c *counters) snapshot() Stats {
 		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
+		MM: c.mm.snapshot(),
 	}
 }
 
@@ -61,6 +65,7 @@ func (c *counters) reset() {
 		a.Store(0)
 	}
 	c.maxRunning.Store(c.running.Load())
+	c.mm.reset()
 }
 
 func (c *counters) enter() {

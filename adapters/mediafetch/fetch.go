@@ -32,7 +32,8 @@ type Options struct {
 	MaxBytes int64
 	// Timeout bounds an http(s) fetch from dial to the last byte; 0 = DefaultTimeout.
 	Timeout time.Duration
-	// Client is the HTTP client; nil = a fresh client without redirects to other schemes.
+	// Client is the HTTP client; nil = a fresh client without redirects to other schemes
+	// whose dialer refuses link-local, cloud metadata and unspecified addresses.
 	Client *http.Client
 }
 
@@ -54,7 +55,7 @@ func New(o Options) *Fetcher {
 	}
 	c := o.Client
 	if c == nil {
-		c = &http.Client{Timeout: o.Timeout, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		c = &http.Client{Timeout: o.Timeout, Transport: guardedTransport(o.Timeout), CheckRedirect: func(r *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
 			}

@@ -88,3 +88,33 @@ func TestHTTPURL(t *testing.T) {
 	requireInvalid(t, err, "fetching media")
 	require.Less(t, time.Since(start), 3*time.Second, "the fetch timeout bounds a silent server")
 }
+
+func TestHTTPURLRefusesMetadataAndUnspecifiedAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/to-metadata":
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+		default:
+			_, _ = w.Write([]byte("reached"))
+		}
+	}))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	f := mediafetch.New(mediafetch.Options{Timeout: 2 * time.Second})
+
+	// The dialer's check runs before connect, so no packet leaves for these addresses.
+	for _, u := range []string{
+		"http://169.254.169.254/latest/meta-data/",
+		"http://[fd00:ec2::254]/latest/meta-data/",
+		"http://0.0.0.0:" + port + "/img.png", // Linux dials loopback for 0.0.0.0
+		srv.URL + "/to-metadata",
+	} {
+		start := time.Now()
+		_, err := f.Fetch(context.Background(), u)
+		requireInvalid(t, err, "link-local, cloud metadata or unspecified")
+		require.Less(t, time.Since(start), time.Second, "%s: refused at dial time, not timed out", u)
+	}
+	b, err := f.Fetch(context.Background(), srv.URL+"/img.png")
+	require.NoError(t, err, "loopback stays allowed")
+	require.Equal(t, "reached", string(b))
+}

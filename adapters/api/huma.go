@@ -105,19 +105,33 @@ func codeForStatus(status int) string {
 }
 
 // NewHumaAPI builds the huma API on mux: OpenAPI 3.1 titled "smg" with version.Version, the
-// document at /openapi.yaml and /openapi.json (3.0 downgrades at /openapi-3.0.*), docs at
-// /docs. Response bodies carry no "$schema" links. Register adds the operations.
+// document at /openapi.yaml and /openapi.json (3.0 downgrades at /openapi-3.0.*), and the
+// API reference at /docs with its viewer embedded in the binary (mountDocs). Response bodies
+// carry no "$schema" links. Register adds the operations.
 func NewHumaAPI(mux *http.ServeMux) huma.API {
 	cfg := huma.DefaultConfig("smg", version.Version)
 	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	cfg.CreateHooks = nil // no $schema field in bodies, no Link headers
 	cfg.SchemasPath = ""
 	cfg.OpenAPIPath = OpenAPIPath
-	cfg.DocsPath = DocsPath
-	cfg.Info.Description = "smg gateway admin and health API: worker registration and listing, " +
-		"liveness, readiness and the model list. Worker-management errors use the body " +
-		`{"error":"<text>","code":"<CODE>"}.`
-	return humago.New(mux, cfg)
+	cfg.DocsPath = "" // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
+	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed). " +
+		"Inference: OpenAI chat and completions, SGLang /generate, Anthropic messages and token counting, " +
+		"OpenAI Responses and rerank, relayed to a prefill/decode pair; errors use the body " +
+		`{"error":{"type","code","message","param":null}} with the code also in X-SMG-Error-Code. ` +
+		"Admin: worker registration and listing (errors use " + `{"error":"<text>","code":"<CODE>"}), ` +
+		"liveness, readiness and the model list."
+	cfg.Servers = []*huma.Server{{
+		URL:         "http://{host}:{port}",
+		Description: "The gateway's listener (--host, --port; PORT overrides the port).",
+		Variables: map[string]*huma.ServerVariable{
+			"host": {Default: "localhost"},
+			"port": {Default: "30000"},
+		},
+	}}
+	api := humago.New(mux, cfg)
+	mountDocs(mux)
+	return api
 }
 
 // schemaNames renames types whose Go names read badly in the document.

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// The union types below are request and response fields that OpenAI and Anthropic define as
+// "one of" several JSON shapes (a string or an array of parts, ...). They only describe the
+// document: the gateway relays bodies byte for byte and never decodes into these types.
+
+// StringOrArray is a field that is a string or an array of strings (stop, a batched prompt).
+type StringOrArray json.RawMessage
+
+// Schema implements huma.SchemaProvider: oneOf string, array of strings.
+func (StringOrArray) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{OneOf: []*huma.Schema{
+		{Type: huma.TypeString},
+		{Type: huma.TypeArray, Items: &huma.Schema{Type: huma.TypeString}},
+	}}
+}
+
+// PromptInput is a completions prompt: a string, strings, token ids, or batches of token
+// ids (OpenAI's /v1/completions).
+type PromptInput json.RawMessage
+
+// Schema implements huma.SchemaProvider.
+func (PromptInput) Schema(huma.Registry) *huma.Schema {
+	ints := &huma.Schema{Type: huma.TypeArray, Items: &huma.Schema{Type: huma.TypeInteger}}
+	return &huma.Schema{OneOf: []*huma.Schema{
+		{Type: huma.TypeString},
+		{Type: huma.TypeArray, Items: &huma.Schema{Type: huma.TypeString}},
+		ints,
+		{Type: huma.TypeArray, Items: ints},
+	}}
+}
+
+// ContentParts is a message content: a string or an array of typed content parts (OpenAI
+// chat {"type":"text","text"} / {"type":"image_url",...}; Anthropic blocks {"type":"text"},
+// {"type":"image"}, {"type":"tool_use"}, {"type":"tool_result"}, ...). A part is any object
+// with a "type".
+type ContentParts json.RawMessage
+
+// Schema implements huma.SchemaProvider: oneOf string, array of ContentPart.
+func (ContentParts) Schema(r huma.Registry) *huma.Schema {
+	return &huma.Schema{OneOf: []*huma.Schema{
+		{Type: huma.TypeString},
+		{Type: huma.TypeArray, Items: r.Schema(reflect.TypeFor[ContentPart](), true, "ContentPart")},
+	}}
+}
+
+// ContentPart is one typed part of a message content; fields other than type depend on it.
+type ContentPart struct {
+	_    struct{} `additionalProperties:"true"`
+	Type string   `json:"type" doc:"Part type, e.g. text, image_url (OpenAI); text, image, tool_use, tool_result, thinking (Anthropic)." example:"text"`
+	Text string   `json:"text,omitempty" doc:"The text of a text part."`
+}
+
+// AnyJSON is a field of any JSON type (tool_choice, response_format, ...): the engines
+// define it and the gateway relays it.
+type AnyJSON json.RawMessage
+
+// Schema implements huma.SchemaProvider: an empty schema (any value).
+func (AnyJSON) Schema(huma.Registry) *huma.Schema { return &huma.Schema{} }
+
+// Object is a JSON object whose keys the engine defines (metadata, sampling parameters).
+type Object map[string]any

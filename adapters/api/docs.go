@@ -112,7 +112,7 @@ func (a *assets) gzipped(name string, raw []byte) []byte {
 		return b
 	}
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	_, _ = zw.Write(raw)
 	_ = zw.Close()
 	if a.gz == nil {

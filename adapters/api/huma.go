@@ -162,3 +162,12 @@ func OpenAPIYAML() ([]byte, error) {
 	Register(h, Deps{})
 	return h.OpenAPI().YAML()
 }
+
+// OpenAPI30YAML is OpenAPIYAML downgraded to OpenAPI 3.0 (huma's Downgrade), byte-identical
+// to GET /openapi-3.0.yaml: the input of generators that read only 3.0, such as
+// oapi-codegen (clients/go).
+func OpenAPI30YAML() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return h.OpenAPI().DowngradeYAML()
+}

@@ -22,7 +22,7 @@ type AnthropicTool struct {
 type MessagesRequest struct {
 	_             struct{}           `additionalProperties:"true"`
 	Model         string             `json:"model" example:"Qwen/Qwen3-8B"`
-	Messages      []AnthropicMessage `json:"messages" minItems:"1"`
+	Messages      []AnthropicMessage `json:"messages" minItems:"1" nullable:"false"`
 	MaxTokens     int                `json:"max_tokens" minimum:"1"`
 	System        ContentParts       `json:"system,omitempty" doc:"A string or an array of text blocks."`
 	Stream        bool               `json:"stream,omitempty" doc:"Answer with named text/event-stream events (message_start, content_block_start, content_block_delta, content_block_stop, message_delta, message_stop, ping, error)."`
@@ -52,7 +52,7 @@ type Message struct {
 	Type         string         `json:"type" enum:"message"`
 	Role         string         `json:"role" enum:"assistant"`
 	Model        string         `json:"model"`
-	Content      []ContentPart  `json:"content"`
+	Content      []ContentPart  `json:"content" nullable:"false"`
 	StopReason   *string        `json:"stop_reason" nullable:"true" example:"end_turn" doc:"end_turn, max_tokens, stop_sequence, tool_use."`
 	StopSequence *string        `json:"stop_sequence,omitempty" nullable:"true"`
 	Usage        AnthropicUsage `json:"usage"`
@@ -76,7 +76,7 @@ type MessageStreamEvent struct {
 type CountTokensRequest struct {
 	_        struct{}           `additionalProperties:"true"`
 	Model    string             `json:"model" example:"Qwen/Qwen3-8B"`
-	Messages []AnthropicMessage `json:"messages" minItems:"1"`
+	Messages []AnthropicMessage `json:"messages" minItems:"1" nullable:"false"`
 	System   ContentParts       `json:"system,omitempty"`
 	Tools    []AnthropicTool    `json:"tools,omitempty"`
 }

@@ -42,7 +42,7 @@ type Response struct {
 	CreatedAt int64           `json:"created_at"`
 	Status    string          `json:"status" example:"completed" doc:"completed, incomplete, failed, in_progress, cancelled."`
 	Model     string          `json:"model"`
-	Output    []Object        `json:"output" doc:"Output items (message, reasoning, function_call, ...)."`
+	Output    []Object        `json:"output" nullable:"false" doc:"Output items (message, reasoning, function_call, ...)."`
 	Usage     *ResponsesUsage `json:"usage,omitempty"`
 }
 
@@ -63,13 +63,13 @@ type GenerateRequest struct {
 	InputIDs       AnyJSON       `json:"input_ids,omitempty" doc:"Prompt token ids, or a batch of them."`
 	Model          string        `json:"model,omitempty" doc:"Optional; /generate is routed as model unknown when absent."`
 	SamplingParams Object        `json:"sampling_params,omitempty" doc:"max_new_tokens, temperature, top_p, top_k, stop, ignore_eos, ..."`
-	Stream         bool          `json:"stream,omitempty" doc:"Answer with text/event-stream events (GenerateResponse, cumulative text) ending with data: [DONE]."`
+	Stream         bool          `json:"stream,omitempty" doc:"Answer with text/event-stream events (GenerateResult, cumulative text) ending with data: [DONE]."`
 	ReturnLogprob  *bool         `json:"return_logprob,omitempty"`
 	Rid            AnyJSON       `json:"rid,omitempty" doc:"Request id (or one per batch item)."`
 }
 
-// GenerateResponse is a /generate answer (one per prompt; a batch answers an array).
-type GenerateResponse struct {
+// GenerateResult is a /generate answer (one per prompt; a batch answers an array).
+type GenerateResult struct {
 	_         struct{} `additionalProperties:"true"`
 	Text      string   `json:"text"`
 	OutputIDs []int    `json:"output_ids,omitempty"`
@@ -81,7 +81,7 @@ type RerankRequest struct {
 	_               struct{} `additionalProperties:"true"`
 	Model           string   `json:"model,omitempty" example:"BAAI/bge-reranker-v2-m3"`
 	Query           string   `json:"query"`
-	Documents       []string `json:"documents" minItems:"1"`
+	Documents       []string `json:"documents" minItems:"1" nullable:"false"`
 	TopN            *int     `json:"top_n,omitempty" minimum:"1"`
 	ReturnDocuments *bool    `json:"return_documents,omitempty"`
 }
@@ -95,13 +95,13 @@ type RerankResult struct {
 	Document       AnyJSON  `json:"document,omitempty" doc:"The document (a string, or {\"text\"})."`
 }
 
-// GenerateOutput is the /generate 200 body: one GenerateResponse, or an array of them for a
+// GenerateOutput is the /generate 200 body: one GenerateResult, or an array of them for a
 // batched prompt.
 type GenerateOutput struct{}
 
-// Schema implements huma.SchemaProvider: oneOf GenerateResponse, array of GenerateResponse.
+// Schema implements huma.SchemaProvider: oneOf GenerateResult, array of GenerateResult.
 func (GenerateOutput) Schema(r huma.Registry) *huma.Schema {
-	one := r.Schema(reflect.TypeFor[GenerateResponse](), true, "GenerateResponse")
+	one := r.Schema(reflect.TypeFor[GenerateResult](), true, "GenerateResult")
 	return &huma.Schema{OneOf: []*huma.Schema{one, {Type: huma.TypeArray, Items: one}}}
 }
 
@@ -110,7 +110,7 @@ type RerankList struct {
 	_       struct{}       `additionalProperties:"true"`
 	ID      string         `json:"id,omitempty"`
 	Model   string         `json:"model,omitempty"`
-	Results []RerankResult `json:"results"`
+	Results []RerankResult `json:"results" nullable:"false"`
 	Usage   Object         `json:"usage,omitempty"`
 }
 

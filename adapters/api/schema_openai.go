@@ -41,7 +41,7 @@ type StreamOptions struct {
 type ChatCompletionRequest struct {
 	_                   struct{}       `additionalProperties:"true"`
 	Model               string         `json:"model" doc:"Model id; routes to workers serving it (any worker when the fleet serves one model)." example:"Qwen/Qwen3-8B"`
-	Messages            []ChatMessage  `json:"messages" minItems:"1"`
+	Messages            []ChatMessage  `json:"messages" minItems:"1" nullable:"false"`
 	Stream              bool           `json:"stream,omitempty" doc:"Answer with text/event-stream chunks (ChatCompletionChunk) ending with data: [DONE]."`
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
 	MaxTokens           *int           `json:"max_tokens,omitempty" minimum:"1"`
@@ -109,7 +109,7 @@ type ChatCompletion struct {
 	Object  string                 `json:"object" enum:"chat.completion"`
 	Created int64                  `json:"created" doc:"Unix seconds."`
 	Model   string                 `json:"model"`
-	Choices []ChatCompletionChoice `json:"choices"`
+	Choices []ChatCompletionChoice `json:"choices" nullable:"false"`
 	Usage   *Usage                 `json:"usage,omitempty"`
 }
 
@@ -138,7 +138,7 @@ type ChatCompletionChunk struct {
 	Object  string                      `json:"object" enum:"chat.completion.chunk"`
 	Created int64                       `json:"created"`
 	Model   string                      `json:"model"`
-	Choices []ChatCompletionChunkChoice `json:"choices"`
+	Choices []ChatCompletionChunkChoice `json:"choices" nullable:"false"`
 	Usage   *Usage                      `json:"usage,omitempty" doc:"On the last chunk with stream_options.include_usage."`
 }
 
@@ -179,6 +179,6 @@ type Completion struct {
 	Object  string             `json:"object" enum:"text_completion"`
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
-	Choices []CompletionChoice `json:"choices"`
+	Choices []CompletionChoice `json:"choices" nullable:"false"`
 	Usage   *Usage             `json:"usage,omitempty"`
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The TypeScript client (clients/typescript): installs openapi-typescript, openapi-fetch and
-# typescript at the versions of clients/typescript/package.json into an ignored cache folder
-# keyed by those versions (.cache/tsclient-<versions>/, fetched once, offline-safe after),
-# regenerates src/schema.d.ts from openapi/openapi.yaml and compiles the client with tsc.
+# typescript at the versions of clients/typescript/package.json, and @redocly/cli at
+# REDOCLY_VERSION, into an ignored cache folder keyed by those versions
+# (.cache/tsclient-<versions>/, fetched once, offline-safe after); lints both committed
+# documents with redocly (openapi/redocly.yaml), regenerates src/schema.d.ts from
+# openapi/openapi.yaml and compiles the client with tsc.
 #   check.sh           fail when the committed schema.d.ts differs from a fresh generation,
 #                      then compile (make openapi-check, and so make test)
 #   check.sh --write   rewrite src/schema.d.ts, then compile (make openapi)
@@ -13,15 +15,19 @@ command -v npm >/dev/null || { echo "tools/tsclient/check.sh: npm is required" >
 PKG=clients/typescript
 ver() { node -p "const p=require('./${PKG}/package.json'); (p.dependencies||{})['$1']||(p.devDependencies||{})['$1']"; }
 OT="$(ver openapi-typescript)" OF="$(ver openapi-fetch)" TS="$(ver typescript)"
-CACHE=".cache/tsclient-ot${OT}-of${OF}-ts${TS}"
+RL="${REDOCLY_VERSION:-2.77.0}"
+CACHE=".cache/tsclient-ot${OT}-of${OF}-ts${TS}-rl${RL}"
 if [ ! -f "$CACHE/.complete" ]; then
 	mkdir -p "$CACHE"
-	echo "fetching openapi-typescript@${OT} openapi-fetch@${OF} typescript@${TS} into ${CACHE}"
+	echo "fetching openapi-typescript@${OT} openapi-fetch@${OF} typescript@${TS} @redocly/cli@${RL} into ${CACHE}"
 	npm install --prefix "$CACHE" --no-audit --no-fund --no-save --loglevel=error \
-		"openapi-typescript@${OT}" "openapi-fetch@${OF}" "typescript@${TS}"
+		"openapi-typescript@${OT}" "openapi-fetch@${OF}" "typescript@${TS}" "@redocly/cli@${RL}"
 	touch "$CACHE/.complete"
 fi
 BIN="$(cd "$CACHE" && pwd)/node_modules/.bin"
+
+REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true "$BIN/redocly" lint \
+	--config openapi/redocly.yaml --format=summary openapi/openapi.yaml openapi/openapi-3.0.yaml
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

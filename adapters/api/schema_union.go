@@ -65,5 +65,12 @@ type AnyJSON json.RawMessage
 // Schema implements huma.SchemaProvider: an empty schema (any value).
 func (AnyJSON) Schema(huma.Registry) *huma.Schema { return &huma.Schema{} }
 
-// Object is a JSON object whose keys the engine defines (metadata, sampling parameters).
+// Object is a JSON object whose keys and values the engine defines (metadata, sampling
+// parameters, meta_info), null values included.
 type Object map[string]any
+
+// Schema implements huma.SchemaProvider: an object with any properties ("additionalProperties:
+// true" rather than an empty schema, which OpenAPI 3.0 validators read as non-nullable).
+func (Object) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: true}
+}

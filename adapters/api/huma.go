@@ -1,7 +1,10 @@
 // Package api is the gateway's admin and health HTTP API, served with huma v2 on the main
 // http.ServeMux: worker management (POST/GET/DELETE /workers), /health, /liveness,
-// /readiness and /v1/models (smg-spec.md §3.2, §3.4, §3.8). The OpenAPI 3.1 document is
-// served at /openapi.yaml and /openapi.json and committed as openapi/openapi.yaml.
+// /readiness and /v1/models (smg-spec.md §3.2, §3.4, §3.8). Its OpenAPI 3.1 document also
+// describes the inference routes, which the dispatcher serves (inference.go only documents
+// them). The document is served at /openapi.yaml and /openapi.json (3.0 downgrade at
+// /openapi-3.0.*) and committed under openapi/; /docs renders it with a viewer embedded in
+// the binary (docs.go).
 package api
 
 import (

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/adapters/api"
+	"github.com/smg-go/smg/domain/wire"
 )
 
 type oaRef struct {
@@ -49,8 +51,12 @@ type oaDoc struct {
 			AdditionalProperties any `json:"additionalProperties"`
 		} `json:"schemas"`
 		Parameters map[string]struct {
-			Name string `json:"name"`
-			In   string `json:"in"`
+			Name   string `json:"name"`
+			In     string `json:"in"`
+			Schema struct {
+				Pattern   string `json:"pattern"`
+				MaxLength int    `json:"maxLength"`
+			} `json:"schema"`
 		} `json:"parameters"`
 		Responses map[string]oaResponse `json:"responses"`
 	} `json:"components"`
@@ -134,5 +140,18 @@ func TestInferenceOperationsDocumented(t *testing.T) {
 
 	for path, method := range map[string]string{"/workers": "get", "/workers/{id}": "delete"} {
 		assert.Equal(t, []map[string][]string{{api.SchemeAdmin: {}}}, d.Paths[path][method].Security, "%s %s", method, path)
+	}
+}
+
+// The documented X-Request-Id pattern and length accept exactly what the gateway accepts
+// (wire.ValidRequestID), so a generated client's validation and the gateway's agree.
+func TestRequestIDParameterMatchesTheGatewayRule(t *testing.T) {
+	t.Parallel()
+	p := servedDoc(t).Components.Parameters["RequestId"].Schema
+	rx := regexp.MustCompile(p.Pattern)
+	for _, v := range []string{"", "abc", "A-Z_0.9:/+=@", "req 1", "a\"b", "é", "x\ny", "chatcmpl-" + strings.Repeat("a", 119),
+		strings.Repeat("a", wire.MaxRequestIDLen), strings.Repeat("a", wire.MaxRequestIDLen+1), "a;b", "a,b"} {
+		documented := rx.MatchString(v) && len(v) <= p.MaxLength
+		assert.Equal(t, wire.ValidRequestID(v), documented, "%q", v)
 	}
 }

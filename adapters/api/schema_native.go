@@ -36,14 +36,14 @@ type ResponsesUsage struct {
 
 // Response is the POST /v1/responses 200 body (stream false).
 type Response struct {
-	_         struct{}        `additionalProperties:"true"`
-	ID        string          `json:"id"`
-	Object    string          `json:"object" enum:"response"`
-	CreatedAt int64           `json:"created_at"`
-	Status    string          `json:"status" example:"completed" doc:"completed, incomplete, failed, in_progress, cancelled."`
-	Model     string          `json:"model"`
-	Output    []Object        `json:"output" nullable:"false" doc:"Output items (message, reasoning, function_call, ...)."`
-	Usage     *ResponsesUsage `json:"usage,omitempty"`
+	_         struct{}              `additionalProperties:"true"`
+	ID        string                `json:"id"`
+	Object    string                `json:"object" enum:"response"`
+	CreatedAt int64                 `json:"created_at"`
+	Status    string                `json:"status" example:"completed" doc:"completed, incomplete, failed, in_progress, cancelled."`
+	Model     string                `json:"model"`
+	Output    []Object              `json:"output" nullable:"false" doc:"Output items (message, reasoning, function_call, ...)."`
+	Usage     *ResponsesUsageOrNull `json:"usage,omitempty" nullable:"true"`
 }
 
 // ResponseStreamEvent is the JSON of one streamed Responses event; type repeats the SSE

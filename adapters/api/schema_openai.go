@@ -110,7 +110,7 @@ type ChatCompletion struct {
 	Created int64                  `json:"created" doc:"Unix seconds."`
 	Model   string                 `json:"model"`
 	Choices []ChatCompletionChoice `json:"choices" nullable:"false"`
-	Usage   *Usage                 `json:"usage,omitempty"`
+	Usage   *UsageOrNull           `json:"usage,omitempty" nullable:"true"`
 }
 
 // ChatCompletionDelta is the increment a stream chunk carries.
@@ -139,7 +139,7 @@ type ChatCompletionChunk struct {
 	Created int64                       `json:"created"`
 	Model   string                      `json:"model"`
 	Choices []ChatCompletionChunkChoice `json:"choices" nullable:"false"`
-	Usage   *Usage                      `json:"usage,omitempty" doc:"On the last chunk with stream_options.include_usage."`
+	Usage   *UsageOrNull                `json:"usage,omitempty" nullable:"true" doc:"On the last chunk with stream_options.include_usage."`
 }
 
 // CompletionRequest is the POST /v1/completions body.
@@ -180,5 +180,5 @@ type Completion struct {
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
 	Choices []CompletionChoice `json:"choices" nullable:"false"`
-	Usage   *Usage             `json:"usage,omitempty"`
+	Usage   *UsageOrNull       `json:"usage,omitempty" nullable:"true"`
 }

@@ -74,3 +74,29 @@ type Object map[string]any
 func (Object) Schema(huma.Registry) *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: true}
 }
+
+// nullableCopy is the schema of the named struct type t, inlined and nullable: huma refuses
+// nullable references to objects, and engines send "usage": null on stream chunks and
+// in-progress responses.
+func nullableCopy(r huma.Registry, t reflect.Type, name string) *huma.Schema {
+	ref := r.Schema(t, true, name)
+	s := *r.SchemaFromRef(ref.Ref)
+	s.Nullable = true
+	return &s
+}
+
+// UsageOrNull is Usage or null.
+type UsageOrNull Usage
+
+// Schema implements huma.SchemaProvider.
+func (UsageOrNull) Schema(r huma.Registry) *huma.Schema {
+	return nullableCopy(r, reflect.TypeFor[Usage](), "Usage")
+}
+
+// ResponsesUsageOrNull is ResponsesUsage or null.
+type ResponsesUsageOrNull ResponsesUsage
+
+// Schema implements huma.SchemaProvider.
+func (ResponsesUsageOrNull) Schema(r huma.Registry) *huma.Schema {
+	return nullableCopy(r, reflect.TypeFor[ResponsesUsage](), "ResponsesUsage")
+}

@@ -598,12 +598,20 @@ type ChatCompletion struct {
 	Id                   string                 `json:"id"`
 	Model                string                 `json:"model"`
 	Object               ChatCompletionObject   `json:"object"`
-	Usage                *Usage                 `json:"usage,omitempty"`
+	Usage                *ChatCompletion_Usage  `json:"usage,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // ChatCompletionObject defines model for ChatCompletion.Object.
 type ChatCompletionObject string
+
+// ChatCompletion_Usage defines model for ChatCompletion.Usage.
+type ChatCompletion_Usage struct {
+	CompletionTokens     int64                  `json:"completion_tokens"`
+	PromptTokens         int64                  `json:"prompt_tokens"`
+	TotalTokens          int64                  `json:"total_tokens"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ChatCompletionChoice defines model for ChatCompletionChoice.
 type ChatCompletionChoice struct {
@@ -619,17 +627,27 @@ type ChatCompletionChoice struct {
 
 // ChatCompletionChunk defines model for ChatCompletionChunk.
 type ChatCompletionChunk struct {
-	Choices              []ChatCompletionChunkChoice `json:"choices"`
-	Created              int64                       `json:"created"`
-	Id                   string                      `json:"id"`
-	Model                string                      `json:"model"`
-	Object               ChatCompletionChunkObject   `json:"object"`
-	Usage                *Usage                      `json:"usage,omitempty"`
-	AdditionalProperties map[string]interface{}      `json:"-"`
+	Choices []ChatCompletionChunkChoice `json:"choices"`
+	Created int64                       `json:"created"`
+	Id      string                      `json:"id"`
+	Model   string                      `json:"model"`
+	Object  ChatCompletionChunkObject   `json:"object"`
+
+	// Usage On the last chunk with stream_options.include_usage.
+	Usage                *ChatCompletionChunk_Usage `json:"usage,omitempty"`
+	AdditionalProperties map[string]interface{}     `json:"-"`
 }
 
 // ChatCompletionChunkObject defines model for ChatCompletionChunk.Object.
 type ChatCompletionChunkObject string
+
+// ChatCompletionChunk_Usage On the last chunk with stream_options.include_usage.
+type ChatCompletionChunk_Usage struct {
+	CompletionTokens     int64                  `json:"completion_tokens"`
+	PromptTokens         int64                  `json:"prompt_tokens"`
+	TotalTokens          int64                  `json:"total_tokens"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ChatCompletionChunkChoice defines model for ChatCompletionChunkChoice.
 type ChatCompletionChunkChoice struct {
@@ -751,12 +769,20 @@ type Completion struct {
 	Id                   string                 `json:"id"`
 	Model                string                 `json:"model"`
 	Object               CompletionObject       `json:"object"`
-	Usage                *Usage                 `json:"usage,omitempty"`
+	Usage                *Completion_Usage      `json:"usage,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // CompletionObject defines model for Completion.Object.
 type CompletionObject string
+
+// Completion_Usage defines model for Completion.Usage.
+type Completion_Usage struct {
+	CompletionTokens     int64                  `json:"completion_tokens"`
+	PromptTokens         int64                  `json:"prompt_tokens"`
+	TotalTokens          int64                  `json:"total_tokens"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // CompletionChoice defines model for CompletionChoice.
 type CompletionChoice struct {
@@ -1115,12 +1141,20 @@ type Response struct {
 	//
 	// Example: completed
 	Status               string                 `json:"status"`
-	Usage                *ResponsesUsage        `json:"usage,omitempty"`
+	Usage                *Response_Usage        `json:"usage,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // ResponseObject defines model for Response.Object.
 type ResponseObject string
+
+// Response_Usage defines model for Response.Usage.
+type Response_Usage struct {
+	InputTokens          int64                  `json:"input_tokens"`
+	OutputTokens         int64                  `json:"output_tokens"`
+	TotalTokens          int64                  `json:"total_tokens"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ResponseStreamEvent defines model for ResponseStreamEvent.
 type ResponseStreamEvent struct {
@@ -1988,6 +2022,98 @@ func (a ChatCompletion) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for ChatCompletion_Usage. Returns the specified
+// element and whether it was found
+func (a ChatCompletion_Usage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChatCompletion_Usage
+func (a *ChatCompletion_Usage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChatCompletion_Usage to handle AdditionalProperties
+func (a *ChatCompletion_Usage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["completion_tokens"]; found {
+		err = json.Unmarshal(raw, &a.CompletionTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'completion_tokens': %w", err)
+		}
+		delete(object, "completion_tokens")
+	}
+
+	if raw, found := object["prompt_tokens"]; found {
+		err = json.Unmarshal(raw, &a.PromptTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'prompt_tokens': %w", err)
+		}
+		delete(object, "prompt_tokens")
+	}
+
+	if raw, found := object["total_tokens"]; found {
+		err = json.Unmarshal(raw, &a.TotalTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'total_tokens': %w", err)
+		}
+		delete(object, "total_tokens")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChatCompletion_Usage to handle AdditionalProperties
+func (a ChatCompletion_Usage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["completion_tokens"], err = json.Marshal(a.CompletionTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'completion_tokens': %w", err)
+	}
+
+	object["prompt_tokens"], err = json.Marshal(a.PromptTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'prompt_tokens': %w", err)
+	}
+
+	object["total_tokens"], err = json.Marshal(a.TotalTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for ChatCompletionChoice. Returns the specified
 // element and whether it was found
 func (a ChatCompletionChoice) Get(fieldName string) (value interface{}, found bool) {
@@ -2219,6 +2345,98 @@ func (a ChatCompletionChunk) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'usage': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ChatCompletionChunk_Usage. Returns the specified
+// element and whether it was found
+func (a ChatCompletionChunk_Usage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChatCompletionChunk_Usage
+func (a *ChatCompletionChunk_Usage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChatCompletionChunk_Usage to handle AdditionalProperties
+func (a *ChatCompletionChunk_Usage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["completion_tokens"]; found {
+		err = json.Unmarshal(raw, &a.CompletionTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'completion_tokens': %w", err)
+		}
+		delete(object, "completion_tokens")
+	}
+
+	if raw, found := object["prompt_tokens"]; found {
+		err = json.Unmarshal(raw, &a.PromptTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'prompt_tokens': %w", err)
+		}
+		delete(object, "prompt_tokens")
+	}
+
+	if raw, found := object["total_tokens"]; found {
+		err = json.Unmarshal(raw, &a.TotalTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'total_tokens': %w", err)
+		}
+		delete(object, "total_tokens")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChatCompletionChunk_Usage to handle AdditionalProperties
+func (a ChatCompletionChunk_Usage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["completion_tokens"], err = json.Marshal(a.CompletionTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'completion_tokens': %w", err)
+	}
+
+	object["prompt_tokens"], err = json.Marshal(a.PromptTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'prompt_tokens': %w", err)
+	}
+
+	object["total_tokens"], err = json.Marshal(a.TotalTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -3143,6 +3361,98 @@ func (a Completion) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'usage': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for Completion_Usage. Returns the specified
+// element and whether it was found
+func (a Completion_Usage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Completion_Usage
+func (a *Completion_Usage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Completion_Usage to handle AdditionalProperties
+func (a *Completion_Usage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["completion_tokens"]; found {
+		err = json.Unmarshal(raw, &a.CompletionTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'completion_tokens': %w", err)
+		}
+		delete(object, "completion_tokens")
+	}
+
+	if raw, found := object["prompt_tokens"]; found {
+		err = json.Unmarshal(raw, &a.PromptTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'prompt_tokens': %w", err)
+		}
+		delete(object, "prompt_tokens")
+	}
+
+	if raw, found := object["total_tokens"]; found {
+		err = json.Unmarshal(raw, &a.TotalTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'total_tokens': %w", err)
+		}
+		delete(object, "total_tokens")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Completion_Usage to handle AdditionalProperties
+func (a Completion_Usage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["completion_tokens"], err = json.Marshal(a.CompletionTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'completion_tokens': %w", err)
+	}
+
+	object["prompt_tokens"], err = json.Marshal(a.PromptTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'prompt_tokens': %w", err)
+	}
+
+	object["total_tokens"], err = json.Marshal(a.TotalTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -5160,6 +5470,98 @@ func (a Response) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'usage': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for Response_Usage. Returns the specified
+// element and whether it was found
+func (a Response_Usage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Response_Usage
+func (a *Response_Usage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Response_Usage to handle AdditionalProperties
+func (a *Response_Usage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["input_tokens"]; found {
+		err = json.Unmarshal(raw, &a.InputTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'input_tokens': %w", err)
+		}
+		delete(object, "input_tokens")
+	}
+
+	if raw, found := object["output_tokens"]; found {
+		err = json.Unmarshal(raw, &a.OutputTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'output_tokens': %w", err)
+		}
+		delete(object, "output_tokens")
+	}
+
+	if raw, found := object["total_tokens"]; found {
+		err = json.Unmarshal(raw, &a.TotalTokens)
+		if err != nil {
+			return fmt.Errorf("error reading 'total_tokens': %w", err)
+		}
+		delete(object, "total_tokens")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Response_Usage to handle AdditionalProperties
+func (a Response_Usage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["input_tokens"], err = json.Marshal(a.InputTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'input_tokens': %w", err)
+	}
+
+	object["output_tokens"], err = json.Marshal(a.OutputTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'output_tokens': %w", err)
+	}
+
+	object["total_tokens"], err = json.Marshal(a.TotalTokens)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {

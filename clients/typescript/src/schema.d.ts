@@ -489,7 +489,16 @@ export interface components {
             model: string;
             /** @enum {string} */
             object: "chat.completion";
-            usage?: components["schemas"]["Usage"];
+            usage?: ({
+                /** Format: int64 */
+                completion_tokens: number;
+                /** Format: int64 */
+                prompt_tokens: number;
+                /** Format: int64 */
+                total_tokens: number;
+            } & {
+                [key: string]: unknown;
+            }) | null;
         } & {
             [key: string]: unknown;
         };
@@ -517,7 +526,16 @@ export interface components {
             /** @enum {string} */
             object: "chat.completion.chunk";
             /** @description On the last chunk with stream_options.include_usage. */
-            usage?: components["schemas"]["Usage"];
+            usage?: ({
+                /** Format: int64 */
+                completion_tokens: number;
+                /** Format: int64 */
+                prompt_tokens: number;
+                /** Format: int64 */
+                total_tokens: number;
+            } & {
+                [key: string]: unknown;
+            }) | null;
         } & {
             [key: string]: unknown;
         };
@@ -615,7 +633,16 @@ export interface components {
             model: string;
             /** @enum {string} */
             object: "text_completion";
-            usage?: components["schemas"]["Usage"];
+            usage?: ({
+                /** Format: int64 */
+                completion_tokens: number;
+                /** Format: int64 */
+                prompt_tokens: number;
+                /** Format: int64 */
+                total_tokens: number;
+            } & {
+                [key: string]: unknown;
+            }) | null;
         } & {
             [key: string]: unknown;
         };
@@ -909,7 +936,16 @@ export interface components {
              * @example completed
              */
             status: string;
-            usage?: components["schemas"]["ResponsesUsage"];
+            usage?: ({
+                /** Format: int64 */
+                input_tokens: number;
+                /** Format: int64 */
+                output_tokens: number;
+                /** Format: int64 */
+                total_tokens: number;
+            } & {
+                [key: string]: unknown;
+            }) | null;
         } & {
             [key: string]: unknown;
         };

@@ -29,7 +29,7 @@ test: fixtures k8s-bins
 	@# The shared-state suite runs three gateways on one Redis with 100 ms call timeouts:
 	@# on its own, so the other packages' load cannot push Redis into its fallback.
 	$(GO) test -race -timeout 10m ./test/shared/
-	$(MAKE) deploy-check rules-check
+	$(MAKE) deploy-check rules-check openapi-check
 
 ## k8s-bins: kube-apiserver v1.37.2 and etcd v3.7.3 for the Kubernetes discovery tests, built
 ## once into ~/.cache/smg-k8s/ from tools/k8stest (about 7 minutes of CPU cold, seconds when cached)
@@ -55,10 +55,6 @@ soak:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## openapi: regenerate the committed OpenAPI 3.1 document
-openapi:
-	$(GO) run ./cmd/smg openapi -o openapi/openapi.yaml
-
 ## proto: regenerate adapters/engine/grpcengine/pb from the engine .proto files (needs Debian's
 ## protobuf-compiler and libprotobuf-dev; the Go plugins are built into .cache/ at pinned versions)
 proto:
@@ -68,3 +64,4 @@ clean:
 	rm -rf $(BIN)
 
 include deploy/deploy.mk
+include openapi/openapi.mk

@@ -88,3 +88,7 @@ func IsLoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// open is the security requirement of a route that needs no key (health, liveness,
+// readiness): one empty requirement, so validators see it was not forgotten.
+var open = []map[string][]string{{}}

@@ -93,8 +93,8 @@ func registerHealth(h huma.API, d Deps) {
 		huma.Register(h, huma.Operation{
 			OperationID: p.id, Method: http.MethodGet, Path: p.path, Summary: p.summary,
 			Description: "Answers 200 text/plain OK while the process serves HTTP, whatever the workers' state.",
-			Tags:        []string{tagHealth},
-			Responses:   map[string]*huma.Response{"200": textResponse("OK")},
+			Tags:        []string{tagHealth}, Security: open,
+			Responses: map[string]*huma.Response{"200": textResponse("OK")},
 		}, ok)
 	}
 
@@ -104,7 +104,7 @@ func registerHealth(h huma.API, d Deps) {
 		OperationID: "readiness", Method: http.MethodGet, Path: "/readiness",
 		Summary:     "Gateway readiness",
 		Description: "Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.",
-		Tags:        []string{tagHealth},
+		Tags:        []string{tagHealth}, Security: open,
 		Responses: map[string]*huma.Response{"503": {Description: "Not ready", Content: map[string]*huma.MediaType{
 			"application/json": {Schema: readySchema},
 		}}},

@@ -1,7 +1,10 @@
 // Package api is the gateway's admin and health HTTP API, served with huma v2 on the main
 // http.ServeMux: worker management (POST/GET/DELETE /workers), /health, /liveness,
-// /readiness and /v1/models (smg-spec.md §3.2, §3.4, §3.8). The OpenAPI 3.1 document is
-// served at /openapi.yaml and /openapi.json and committed as openapi/openapi.yaml.
+// /readiness and /v1/models (smg-spec.md §3.2, §3.4, §3.8). Its OpenAPI 3.1 document also
+// describes the inference routes, which the dispatcher serves (inference.go only documents
+// them). The document is served at /openapi.yaml and /openapi.json (3.0 downgrade at
+// /openapi-3.0.*) and committed under openapi/; /docs renders it with a viewer embedded in
+// the binary (docs.go).
 package api
 
 import (
@@ -105,19 +108,33 @@ func codeForStatus(status int) string {
 }
 
 // NewHumaAPI builds the huma API on mux: OpenAPI 3.1 titled "smg" with version.Version, the
-// document at /openapi.yaml and /openapi.json (3.0 downgrades at /openapi-3.0.*), docs at
-// /docs. Response bodies carry no "$schema" links. Register adds the operations.
+// document at /openapi.yaml and /openapi.json (3.0 downgrades at /openapi-3.0.*), and the
+// API reference at /docs with its viewer embedded in the binary (mountDocs). Response bodies
+// carry no "$schema" links. Register adds the operations.
 func NewHumaAPI(mux *http.ServeMux) huma.API {
 	cfg := huma.DefaultConfig("smg", version.Version)
 	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	cfg.CreateHooks = nil // no $schema field in bodies, no Link headers
 	cfg.SchemasPath = ""
 	cfg.OpenAPIPath = OpenAPIPath
-	cfg.DocsPath = DocsPath
-	cfg.Info.Description = "smg gateway admin and health API: worker registration and listing, " +
-		"liveness, readiness and the model list. Worker-management errors use the body " +
-		`{"error":"<text>","code":"<CODE>"}.`
-	return humago.New(mux, cfg)
+	cfg.DocsPath = "" // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
+	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed). " +
+		"Inference: OpenAI chat and completions, SGLang /generate, Anthropic messages and token counting, " +
+		"OpenAI Responses and rerank, relayed to a prefill/decode pair; errors use the body " +
+		`{"error":{"type","code","message","param":null}} with the code also in X-SMG-Error-Code. ` +
+		"Admin: worker registration and listing (errors use " + `{"error":"<text>","code":"<CODE>"}), ` +
+		"liveness, readiness and the model list."
+	cfg.Servers = []*huma.Server{{
+		URL:         "http://{host}:{port}",
+		Description: "The gateway's listener (--host, --port; PORT overrides the port).",
+		Variables: map[string]*huma.ServerVariable{
+			"host": {Default: "localhost"},
+			"port": {Default: "30000"},
+		},
+	}}
+	api := humago.New(mux, cfg)
+	mountDocs(mux)
+	return api
 }
 
 // schemaNames renames types whose Go names read badly in the document.
@@ -147,4 +164,13 @@ func OpenAPIYAML() ([]byte, error) {
 	h := NewHumaAPI(http.NewServeMux())
 	Register(h, Deps{})
 	return h.OpenAPI().YAML()
+}
+
+// OpenAPI30YAML is OpenAPIYAML downgraded to OpenAPI 3.0 (huma's Downgrade), byte-identical
+// to GET /openapi-3.0.yaml: the input of generators that read only 3.0, such as
+// oapi-codegen (clients/go).
+func OpenAPI30YAML() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return h.OpenAPI().DowngradeYAML()
 }

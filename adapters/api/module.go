@@ -35,6 +35,7 @@ func Register(h huma.API, d Deps) {
 	declareSecurity(h)
 	registerWorkers(h, d)
 	registerHealth(h, d)
+	registerInference(h)
 	// A POST /workers body is parsed by registry.ParseSpec, not by huma: document it here.
 	if op := h.OpenAPI().Paths["/workers"].Post; op != nil {
 		op.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,39 +14,46 @@ import (
 	"github.com/smg-go/smg/adapters/api"
 )
 
-var update = flag.Bool("update", false, "rewrite openapi/openapi.yaml from the served document")
-
-var committed = filepath.Join("..", "..", "openapi", "openapi.yaml")
+var update = flag.Bool("update", false, "rewrite openapi/openapi.yaml and openapi-3.0.yaml from the served documents")
 
 // TestServedOpenAPIMatchesCommittedFile fails when the API changed without regenerating the
-// committed document: run `smg openapi` (or `go test ./adapters/api -run OpenAPI -update`).
+// committed documents: run `make openapi` (or `go test ./adapters/api -run OpenAPI -update`).
 func TestServedOpenAPIMatchesCommittedFile(t *testing.T) {
 	t.Parallel()
 	srv, _ := newGateway(t, gatewayOptions{})
-	resp, err := http.Get(srv.URL + "/openapi.yaml")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	served, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	for _, c := range []struct {
+		path, file string
+		offline    func() ([]byte, error)
+	}{
+		{"/openapi.yaml", "openapi.yaml", api.OpenAPIYAML},
+		{"/openapi-3.0.yaml", "openapi-3.0.yaml", api.OpenAPI30YAML},
+	} {
+		resp, err := http.Get(srv.URL + c.path)
+		require.NoError(t, err)
+		served, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, c.path)
 
-	offline, err := api.OpenAPIYAML()
-	require.NoError(t, err)
-	assert.Equal(t, string(offline), string(served), "OpenAPIYAML() must equal the served document")
+		offline, err := c.offline()
+		require.NoError(t, err)
+		assert.Equal(t, string(offline), string(served), "the offline document must equal the served %s", c.path)
 
-	if *update {
-		require.NoError(t, os.WriteFile(committed, served, 0o644))
+		committed := filepath.Join("..", "..", "openapi", c.file)
+		if *update {
+			require.NoError(t, os.WriteFile(committed, served, 0o644))
+		}
+		want, err := os.ReadFile(committed)
+		require.NoError(t, err, "openapi/%s is missing: run `make openapi`", c.file)
+		assert.Equal(t, string(want), string(served),
+			"openapi/%s is stale: run `make openapi` or `go test ./adapters/api -run OpenAPI -update`", c.file)
 	}
-	want, err := os.ReadFile(committed)
-	require.NoError(t, err, "openapi/openapi.yaml is missing: run `go test ./adapters/api -run OpenAPI -update`")
-	assert.Equal(t, string(want), string(served),
-		"openapi/openapi.yaml is stale: run `smg openapi` or `go test ./adapters/api -run OpenAPI -update`")
 }
 
 func TestOpenAPIDocumentBasics(t *testing.T) {
 	t.Parallel()
 	srv, _ := newGateway(t, gatewayOptions{})
-	for _, path := range []string{"/openapi.json", "/openapi.yaml", "/docs"} {
+	for _, path := range []string{"/openapi.json", "/openapi.yaml", "/openapi-3.0.json", "/openapi-3.0.yaml", "/docs"} {
 		resp, err := http.Get(srv.URL + path)
 		require.NoError(t, err)
 		_ = resp.Body.Close()
@@ -62,5 +68,4 @@ func TestOpenAPIDocumentBasics(t *testing.T) {
 		assert.Contains(t, s, "operationId: "+id)
 	}
 	assert.NotContains(t, s, `"422"`)
-	_ = httptest.NewRecorder
 }

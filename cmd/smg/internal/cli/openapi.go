@@ -10,18 +10,29 @@ import (
 	"github.com/smg-go/smg/adapters/api"
 )
 
-// newOpenAPI is `smg openapi [-o file]`: the OpenAPI 3.1 document of the admin/health API
-// (api.OpenAPIYAML, identical to GET /openapi.yaml), to stdout or to file.
+// newOpenAPI is `smg openapi [--spec-version 3.0] [-o file]`: the OpenAPI 3.1 document of
+// the gateway's inference, admin and health API (api.OpenAPIYAML, identical to GET
+// /openapi.yaml), or its 3.0 downgrade (api.OpenAPI30YAML, GET /openapi-3.0.yaml), to
+// stdout or to file.
 func newOpenAPI(stdout io.Writer) *cobra.Command {
-	var output string
+	var output, specVersion string
 	cmd := &cobra.Command{
-		Use:   "openapi [-o file]",
-		Short: "Write the OpenAPI 3.1 document of the admin and health API",
-		Long: "Write the OpenAPI 3.1 document the gateway serves at /openapi.yaml. " +
-			"`smg openapi -o openapi/openapi.yaml` (or `make openapi`) regenerates the committed copy.",
+		Use:   "openapi [--spec-version 3.1|3.0] [-o file]",
+		Short: "Write the OpenAPI document of the inference, admin and health API",
+		Long: "Write the OpenAPI 3.1 document the gateway serves at /openapi.yaml (with --spec-version 3.0, " +
+			"the 3.0 downgrade it serves at /openapi-3.0.yaml). `make openapi` regenerates the committed copies " +
+			"(openapi/openapi.yaml, openapi/openapi-3.0.yaml) and the generated clients.",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			doc, err := api.OpenAPIYAML()
+			gen := api.OpenAPIYAML
+			switch specVersion {
+			case "", "3.1":
+			case "3.0":
+				gen = api.OpenAPI30YAML
+			default:
+				return fmt.Errorf("openapi: --spec-version %q: want 3.1 or 3.0", specVersion)
+			}
+			doc, err := gen()
 			if err != nil {
 				return &runError{fmt.Errorf("openapi: %w", err)}
 			}
@@ -36,6 +47,7 @@ func newOpenAPI(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&specVersion, "spec-version", "3.1", "OpenAPI version: 3.1, or 3.0 (huma's downgrade, for 3.0-only generators)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to `file` instead of stdout")
 	return cmd
 }

@@ -74,8 +74,15 @@ func (pl *Pipeline) plan(j *job, proto protocol, base string, p, dc *worker.Live
 				// The prefill's output is one token the client never sees: no stream needed.
 				u.pLeg.Stream = false
 			}
-			if proto != parallelTokenSpeed && pl.cfg.DPAware {
+			switch {
+			case !pl.cfg.DPAware:
+			case proto != parallelTokenSpeed:
 				u.pLeg.DPRank, u.dLeg.DPRank = p.DPRank, dc.DPRank
+			case p.DPSize != nil && *p.DPSize > 1:
+				// TokenSpeed places both legs by room residue (the room names the prefill's
+				// rank); the prefill is pinned to that same rank only when the engine
+				// advertises attention DP (grpc.md §1.1), the decode follows the room.
+				u.pLeg.DPRank = p.DPRank
 			}
 			return u
 		}

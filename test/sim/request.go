@@ -46,6 +46,8 @@ type rawReq struct {
 	BootstrapHost    json.RawMessage `json:"bootstrap_host"`
 	BootstrapPort    json.RawMessage `json:"bootstrap_port"`
 	BootstrapRoom    json.RawMessage `json:"bootstrap_room"`
+	RoutedDPRank     json.RawMessage `json:"routed_dp_rank"`
+	PrefillDPRank    json.RawMessage `json:"disagg_prefill_dp_rank"`
 	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 	SimFault         json.RawMessage `json:"sim_fault"`
 	IgnoreEOS        bool            `json:"ignore_eos"`

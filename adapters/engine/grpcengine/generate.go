@@ -137,7 +137,9 @@ func sglangEvent(m *sglangpb.GenerateResponse) ports.GRPCEvent {
 }
 
 // tokenspeedRequest builds a TokenSpeed GenerateRequest (kv_bootstrap_info=11,
-// sampling_seed=23; grpc.md §1.1). No data_parallel_rank: TokenSpeed places by room residue.
+// sampling_seed=23; grpc.md §1.1); data_parallel_rank=12 when the leg is pinned (the
+// pipeline pins only an attention-DP prefill, to the rank its room's residue names:
+// TokenSpeed places by bootstrap_room % dp_size and ignores a conflicting pin).
 func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 	s := leg.Sampling
 	sp := &tokenspeedpb.SamplingParams{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
@@ -152,6 +154,10 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 		Tokenized: &tokenspeedpb.TokenizedInput{OriginalText: leg.Text, InputIds: leg.InputIDs}, SamplingParams: sp, Stream: leg.Stream}
 	if r := leg.Rendezvous; r != nil {
 		req.KvBootstrapInfo = &tokenspeedpb.KvBootstrapInfo{BootstrapHost: r.Host, BootstrapPort: int32(r.Port), BootstrapRoom: r.Room}
+	}
+	if leg.DPRank != nil {
+		r := int32(*leg.DPRank)
+		req.DataParallelRank = &r
 	}
 	return req
 }

@@ -28,6 +28,10 @@ type genRequest struct {
 	bootPort int
 	room     int64
 
+	// dpRank is the leg's data_parallel_rank pin; nil = none (SGLang's is not optional: 0
+	// counts as rank 0).
+	dpRank *int
+
 	// vLLM kv_transfer_params (from the JSON field or the legacy typed one); nil = none.
 	kvParams map[string]any
 }
@@ -126,6 +130,9 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 	}
 	if malformed {
 		return send(event{malformed: true})
+	}
+	if err := s.checkDPRank(req); err != nil {
+		return err
 	}
 
 	h, err := s.handoff(ctx, req, noKV)

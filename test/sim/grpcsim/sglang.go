@@ -29,6 +29,9 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 	if dp := r.GetDisaggregatedParams(); dp != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, dp.GetBootstrapHost(), int(dp.GetBootstrapPort()), int64(dp.GetBootstrapRoom())
 	}
+	if rank := int(r.GetDataParallelRank()); rank != 0 || x.s.cfg.DPSize > 1 {
+		req.dpRank = &rank
+	}
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &sglangpb.GenerateResponse{RequestId: r.GetRequestId()}
 		switch {

@@ -29,6 +29,10 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 	if kb := r.KvBootstrapInfo; kb != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, kb.GetBootstrapHost(), int(kb.GetBootstrapPort()), kb.GetBootstrapRoom()
 	}
+	if r.DataParallelRank != nil {
+		rank := int(r.GetDataParallelRank())
+		req.dpRank = &rank
+	}
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &tokenspeedpb.GenerateResponse{RequestId: r.GetRequestId()}
 		switch {

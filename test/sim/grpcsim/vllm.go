@@ -31,6 +31,10 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		return err
 	}
 	req.kvParams = p
+	if r.DataParallelRank != nil {
+		rank := int(r.GetDataParallelRank())
+		req.dpRank = &rank
+	}
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &vllmpb.GenerateResponse{}
 		switch {

@@ -110,6 +110,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	if err != nil {
 		return false, err
 	}
+	applyDecodeDefaults(&j.sampling, dc)
 	if err := checkContext(j, p, dc); err != nil {
 		return false, err
 	}

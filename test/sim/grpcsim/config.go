@@ -86,6 +86,9 @@ type Config struct {
 	// prefill leg without a pin, is rank DPRank; a TokenSpeed room whose residue
 	// room % DPSize is not the leg's rank (a prefill's pin, else DPRank) is an error.
 	DPSize, DPRank int
+	// DefaultSamplingParams is reported as GetModelInfo default_sampling_params_json (a
+	// JSON object, e.g. {"temperature":0.7}); "" = none.
+	DefaultSamplingParams string
 	// DefaultMaxTokens is used when the request sets no max tokens; default 16.
 	DefaultMaxTokens int
 	// ITL is the delay between output tokens; 0 = none.

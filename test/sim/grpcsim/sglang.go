@@ -29,6 +29,10 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 	if dp := r.GetDisaggregatedParams(); dp != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, dp.GetBootstrapHost(), int(dp.GetBootstrapPort()), int64(dp.GetBootstrapRoom())
 	}
+	if sp := r.GetSamplingParams(); sp != nil {
+		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: ptr(sp.GetTemperature()), TopP: ptr(sp.GetTopP()),
+			TopK: ptr(sp.GetTopK()), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
+	}
 	if rank := int(r.GetDataParallelRank()); rank != 0 || x.s.cfg.DPSize > 1 {
 		req.dpRank = &rank
 	}
@@ -67,7 +71,8 @@ func (x *sglangService) GetModelInfo(context.Context, *sglangpb.GetModelInfoRequ
 	c := x.s.cfg
 	return &sglangpb.GetModelInfoResponse{ModelPath: c.Model, TokenizerPath: c.TokenizerPath, IsGeneration: true,
 		ServedModelName: c.Model, MaxContextLength: int32(c.MaxModelLen), VocabSize: tokenBase + tokenRange,
-		ModelType: "sim", Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}}, nil
+		ModelType: "sim", Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2},
+		DefaultSamplingParamsJson: c.DefaultSamplingParams}, nil
 }
 
 // GetServerInfo reports the PD facts in server_args as SGLang's servicer does (grpc.md

@@ -29,6 +29,10 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 	if kb := r.KvBootstrapInfo; kb != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, kb.GetBootstrapHost(), int(kb.GetBootstrapPort()), kb.GetBootstrapRoom()
 	}
+	if sp := r.GetSamplingParams(); sp != nil {
+		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: sp.TopP, TopK: sp.TopK,
+			MinP: sp.MinP, RepetitionPenalty: sp.RepetitionPenalty})
+	}
 	if r.DataParallelRank != nil {
 		rank := int(r.GetDataParallelRank())
 		req.dpRank = &rank
@@ -69,7 +73,8 @@ func (x *tokenspeedService) GetModelInfo(context.Context, *tokenspeedpb.GetModel
 	c := x.s.cfg
 	return &tokenspeedpb.GetModelInfoResponse{ModelPath: c.Model, TokenizerPath: c.TokenizerPath, ServedModelName: c.Model,
 		ModelType: "sim", Architectures: []string{"SimForCausalLM"}, MaxContextLength: int32(c.MaxModelLen),
-		MaxReqInputLen: int32(c.MaxModelLen), VocabSize: tokenBase + tokenRange, EosTokenIds: []int32{2}, ModelDtype: "bfloat16"}, nil
+		MaxReqInputLen: int32(c.MaxModelLen), VocabSize: tokenBase + tokenRange, EosTokenIds: []int32{2}, ModelDtype: "bfloat16",
+		DefaultSamplingParamsJson: c.DefaultSamplingParams}, nil
 }
 
 // GetServerInfo reports server_args as TokenSpeed's servicer does (grpc.md §1.2): the

@@ -31,6 +31,10 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		return err
 	}
 	req.kvParams = p
+	if sp := r.GetSamplingParams(); sp != nil {
+		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: ptr(sp.GetTopP()),
+			TopK: ptr(int32(sp.GetTopK())), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
+	}
 	if r.DataParallelRank != nil {
 		rank := int(r.GetDataParallelRank())
 		req.dpRank = &rank
@@ -70,7 +74,8 @@ func (x *vllmService) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest)
 	c := x.s.cfg
 	return &vllmpb.GetModelInfoResponse{ModelPath: c.Model, IsGeneration: true, MaxContextLength: uint32(c.MaxModelLen),
 		VocabSize: tokenBase + tokenRange, ServedModelName: c.Model, TokenizerPath: c.TokenizerPath, ModelType: "sim",
-		Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}, MaxReqInputLen: int32(c.MaxModelLen)}, nil
+		Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}, MaxReqInputLen: int32(c.MaxModelLen),
+		DefaultSamplingParamsJson: c.DefaultSamplingParams}, nil
 }
 
 // GetServerInfo reports kv_connector/kv_role/kv_engine_id (MultiConnector reduced as SMG's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/smg-go/smg/domain/respond"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -51,6 +52,11 @@ type GRPCLeg struct {
 	Rendezvous *GRPCRendezvous
 	// DPRank pins the leg to a data-parallel rank (SGLang, vLLM); nil = unpinned.
 	DPRank *int
+	// Logprobs asks for the output tokens' logprobs with TopLogprobs alternatives each
+	// (SGLang/TokenSpeed return_logprob + top_logprobs_num, logprob_start_len -1: no prompt
+	// logprobs; vLLM SamplingParams.logprobs = TopLogprobs).
+	Logprobs    bool
+	TopLogprobs int
 	// KVTransferJSON is vLLM kv_transfer_params_json ("" = none); KVHost/KVPort the legacy
 	// typed kv_transfer_params (KVPort 0 = none).
 	KVTransferJSON string
@@ -73,6 +79,9 @@ type GRPCEvent struct {
 	// KVTransferJSON is what a vLLM prefill returns for the decode (kv_transfer_params_json,
 	// else the typed params rendered as JSON); "" = nothing.
 	KVTransferJSON string
+	// Logprobs are the output logprobs of IDs (OutputLogProbs: one per id, with the top
+	// alternatives asked for), when the leg asked for them; nil otherwise.
+	Logprobs []respond.Logprob
 }
 
 // GRPCStream is an open Generate RPC. Recv returns io.EOF after the last message and a gRPC

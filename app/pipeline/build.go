@@ -65,7 +65,8 @@ func (pl *Pipeline) plan(j *job, proto protocol, base string, p, dc *worker.Live
 				v := *s.Seed + seedOffset
 				s.Seed = &v
 			}
-			leg := ports.GRPCLeg{RequestID: rid, Text: pr.text, InputIDs: pr.ids, Sampling: s, Stream: j.stream}
+			leg := ports.GRPCLeg{RequestID: rid, Text: pr.text, InputIDs: pr.ids, Sampling: s, Stream: j.stream,
+				Logprobs: j.lp.on, TopLogprobs: j.lp.top}
 			u := unit{prompt: pi, index: idx, width: width, pLeg: leg, dLeg: leg}
 			u.pLeg.Worker, u.dLeg.Worker = p, dc
 			if proto != sequentialVLLM {

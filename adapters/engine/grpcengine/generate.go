@@ -112,6 +112,9 @@ func sglangRequest(leg ports.GRPCLeg) *sglangpb.GenerateRequest {
 	if leg.DPRank != nil {
 		req.DataParallelRank = int32(*leg.DPRank)
 	}
+	if leg.Logprobs {
+		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), -1
+	}
 	return req
 }
 
@@ -129,11 +132,12 @@ func sglangEvent(m *sglangpb.GenerateResponse) ports.GRPCEvent {
 			st := ms.MatchedStopStr
 			ev.MatchedStop = &st
 		}
+		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs())}
 }
 
 // tokenspeedRequest builds a TokenSpeed GenerateRequest (kv_bootstrap_info=11,
@@ -159,6 +163,10 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 		r := int32(*leg.DPRank)
 		req.DataParallelRank = &r
 	}
+	if leg.Logprobs {
+		start := int32(-1)
+		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), &start
+	}
 	return req
 }
 
@@ -174,11 +182,12 @@ func tokenspeedEvent(m *tokenspeedpb.GenerateResponse) ports.GRPCEvent {
 			st := ms.MatchedStopStr
 			ev.MatchedStop = &st
 		}
+		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs())}
 }
 
 // vllmRequest builds a vLLM GenerateRequest (kv_transfer_params_json=8 preferred, the legacy
@@ -195,6 +204,10 @@ func vllmRequest(leg ports.GRPCLeg) *vllmpb.GenerateRequest {
 	if s.Seed != nil {
 		seed := int32(*s.Seed)
 		sp.Seed = &seed
+	}
+	if leg.Logprobs {
+		k := int32(leg.TopLogprobs)
+		sp.Logprobs = &k
 	}
 	req := &vllmpb.GenerateRequest{RequestId: leg.RequestID,
 		Input:          &vllmpb.GenerateRequest_Tokenized{Tokenized: &vllmpb.TokenizedInput{OriginalText: leg.Text, InputIds: leg.InputIDs}},
@@ -231,9 +244,10 @@ func vllmEvent(m *vllmpb.GenerateResponse) ports.GRPCEvent {
 			b, _ := json.Marshal(map[string]any{"remote_host": c.GetKvTransferParams().GetRemoteHost(), "remote_port": c.GetKvTransferParams().GetRemotePort()})
 			ev.KVTransferJSON = string(b)
 		}
+		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs())}
 }

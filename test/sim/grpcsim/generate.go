@@ -28,6 +28,10 @@ type genRequest struct {
 	bootPort int
 	room     int64
 
+	// logprobs asks for output logprobs with topLogprobs alternatives per token.
+	logprobs    bool
+	topLogprobs int
+
 	// dpRank is the leg's data_parallel_rank pin; nil = none (SGLang's is not optional: 0
 	// counts as rank 0).
 	dpRank *int
@@ -47,6 +51,8 @@ type event struct {
 	finish                                       string
 	matchedToken                                 *uint32
 	kvParamsJSON                                 *string
+	// lpFrom is the output position of ids[0] (for the deterministic logprobs).
+	lpFrom int
 }
 
 type sender func(event) error
@@ -207,7 +213,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 			}
 			if req.stream {
 				e := ev(i)
-				e.ids = []uint32{t}
+				e.ids, e.lpFrom = []uint32{t}, j
 				if err := send(e); err != nil {
 					return err
 				}
@@ -223,6 +229,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 		e.ids = outs[i]
 		if req.stream && len(outs[i]) > 0 {
 			e.ids = outs[i][len(outs[i])-1:] // streaming: the complete repeats the final delta (grpc.md §3.1)
+			e.lpFrom = len(outs[i]) - 1
 		}
 		if err := send(e); err != nil {
 			return err

@@ -29,6 +29,7 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 	if dp := r.GetDisaggregatedParams(); dp != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, dp.GetBootstrapHost(), int(dp.GetBootstrapPort()), int64(dp.GetBootstrapRoom())
 	}
+	req.logprobs, req.topLogprobs = r.GetReturnLogprob(), int(r.GetTopLogprobsNum())
 	if sp := r.GetSamplingParams(); sp != nil {
 		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: ptr(sp.GetTemperature()), TopP: ptr(sp.GetTopP()),
 			TopK: ptr(sp.GetTopK()), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
@@ -46,10 +47,12 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 			if ev.matchedToken != nil {
 				c.MatchedStop = &sglangpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
+			c.OutputLogprobs = sglangLogprobs(req, ev)
 			resp.Response = &sglangpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &sglangpb.GenerateResponse_Chunk{Chunk: &sglangpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				OutputLogprobs: sglangLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
 	})

@@ -29,6 +29,7 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 	if kb := r.KvBootstrapInfo; kb != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, kb.GetBootstrapHost(), int(kb.GetBootstrapPort()), kb.GetBootstrapRoom()
 	}
+	req.logprobs, req.topLogprobs = r.GetReturnLogprob(), int(r.GetTopLogprobsNum())
 	if sp := r.GetSamplingParams(); sp != nil {
 		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: sp.TopP, TopK: sp.TopK,
 			MinP: sp.MinP, RepetitionPenalty: sp.RepetitionPenalty})
@@ -47,10 +48,12 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 			if ev.matchedToken != nil {
 				c.MatchedStop = &tokenspeedpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
+			c.OutputLogprobs = tokenspeedLogprobs(req, ev)
 			resp.Response = &tokenspeedpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &tokenspeedpb.GenerateResponse_Chunk{Chunk: &tokenspeedpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				OutputLogprobs: tokenspeedLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
 	})

@@ -31,6 +31,9 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		return err
 	}
 	req.kvParams = p
+	if sp := r.GetSamplingParams(); sp != nil && sp.Logprobs != nil {
+		req.logprobs, req.topLogprobs = true, int(sp.GetLogprobs())
+	}
 	if sp := r.GetSamplingParams(); sp != nil {
 		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: ptr(sp.GetTopP()),
 			TopK: ptr(int32(sp.GetTopK())), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
@@ -49,10 +52,12 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 			if ev.matchedToken != nil {
 				c.MatchedStop = &vllmpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
+			c.OutputLogprobs = vllmLogprobs(req, ev)
 			resp.Response = &vllmpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &vllmpb.GenerateResponse_Chunk{Chunk: &vllmpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				OutputLogprobs: vllmLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
 	})

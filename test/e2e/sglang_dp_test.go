@@ -14,16 +14,18 @@ import (
 )
 
 // Seed "--dp-aware" on HTTP SGLang (smg-spec.md §2.5.3, §3.2 steps 5-6): a prefill and a
-// decode reporting dp_size 2 in /server_info are registered as "{url}@0" and "{url}@1";
-// the prefill leg carries routed_dp_rank (the prefill worker's rank), the decode leg its own
+// decode reporting dp_size 2 and 3 in /server_info are registered as "{url}@{rank}"; the
+// prefill leg carries routed_dp_rank (the prefill worker's rank), the decode leg its own
 // routed_dp_rank and disagg_prefill_dp_rank. The simulators refuse a leg without a rank of
-// theirs and count the legs per rank; round-robin uses every rank, and each KV arrives.
+// theirs, the decode a disagg_prefill_dp_rank that is not the rank the prefill leg got
+// (handed over with the KV), and count the legs per rank; round-robin uses every rank.
 func TestSGLangDPAwareLegsCarryTheRanks(t *testing.T) {
 	t.Parallel()
-	mk := func(role string) *sim.Server {
-		return fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: role, DPSize: 2})
+	mk := func(role string, dp int) *sim.Server {
+		return fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: role, DPSize: dp})
 	}
-	p, d := mk(sim.RolePrefill), mk(sim.RoleDecode)
+	// Sizes 2 and 3: round-robin pairs prefill and decode ranks that differ.
+	p, d := mk(sim.RolePrefill, 2), mk(sim.RoleDecode, 3)
 	cfg := fleet.DefaultConfig()
 	cfg.DPAware = true
 	cfg.PrefillPolicy, cfg.DecodePolicy = "round_robin", "round_robin"
@@ -31,11 +33,12 @@ func TestSGLangDPAwareLegsCarryTheRanks(t *testing.T) {
 	cfg.Prefill = []config.PrefillSpec{{URL: p.URL(), BootstrapPort: &bp}}
 	cfg.Decode = []string{d.URL()}
 	g := fleet.StartGateway(t, cfg)
-	g.WaitWorkers(t, 4)
+	g.WaitWorkers(t, 5)
 	for _, w := range g.Workers(t) {
 		require.NotNil(t, w.DPRank, "%+v", w)
 		assert.Equal(t, w.DPBaseURL+"@"+strconv.Itoa(*w.DPRank), w.URL)
-		assert.Equal(t, 2, *w.DPSize)
+		want := map[string]int{"prefill": 2, "decode": 3}[w.WorkerType]
+		assert.Equal(t, want, *w.DPSize)
 	}
 	const prompt, maxTokens = "a data parallel prompt", 4
 	sent := int64(0)
@@ -59,8 +62,15 @@ func TestSGLangDPAwareLegsCarryTheRanks(t *testing.T) {
 	ps, ds := p.Stats(), d.Stats()
 	assert.Equal(t, sent, ds.HandoffsReceived, "every KV arrived")
 	assert.Zero(t, ps.Errors+ds.Errors+ds.RecomputedPrompts+ps.UnmatchedRooms+ds.UnmatchedRooms)
-	for _, st := range []sim.Stats{ps, ds} {
-		assert.Len(t, st.DPRankRequests, 2, "both ranks used: %v", st.DPRankRequests)
-		assert.Equal(t, sent, st.DPRankRequests["0"]+st.DPRankRequests["1"], "every leg carried a rank: %v", st.DPRankRequests)
+	for _, c := range []struct {
+		st   sim.Stats
+		size int
+	}{{ps, 2}, {ds, 3}} {
+		assert.Len(t, c.st.DPRankRequests, c.size, "every rank used: %v", c.st.DPRankRequests)
+		sum := int64(0)
+		for _, v := range c.st.DPRankRequests {
+			sum += v
+		}
+		assert.Equal(t, sent, sum, "every leg carried a rank: %v", c.st.DPRankRequests)
 	}
 }

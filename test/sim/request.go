@@ -78,6 +78,9 @@ type job struct {
 	reqID     string
 	rid       string
 	n         int // samples per prompt
+	// routedRank and prefillRank are a --dp-aware leg's routed_dp_rank and (decode)
+	// disagg_prefill_dp_rank, with Config.DPSize > 1; nil otherwise.
+	routedRank, prefillRank *int
 }
 
 // reqError is a client or engine error with the HTTP status it maps to; rendered in the

@@ -122,7 +122,7 @@ func (r *responder) event(u *unit, ev ports.GRPCEvent) (done bool) {
 	}
 	var lps []respond.Logprob
 	if len(ids) > 0 {
-		lps = ev.Logprobs // one per id; a streamed complete repeats them with its final delta
+		lps = ev.Logprobs // one per id (none for a streamed complete: it repeats the final delta)
 	}
 	d, raw, stopped := st.Step(ids, lps)
 	r.streamDelta(idx, d, raw, ids, lps)

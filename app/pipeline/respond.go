@@ -124,7 +124,11 @@ func (r *responder) event(u *unit, ev ports.GRPCEvent) (done bool) {
 	if len(ids) > 0 {
 		lps = ev.Logprobs // one per id (none for a streamed complete: it repeats the final delta)
 	}
+	before := st.Tokens()
 	d, raw, stopped := st.Step(ids, lps)
+	if n := st.Tokens() - before; n < len(lps) {
+		lps = lps[:n] // a gateway stop ended the sample inside this chunk
+	}
 	r.streamDelta(idx, d, raw, ids, lps)
 	if ev.Complete || stopped {
 		f := respond.Finish{Reason: ev.Finish, MatchedTokenID: ev.MatchedTokenID, MatchedStop: ev.MatchedStop}

@@ -57,6 +57,10 @@ type GRPCLeg struct {
 	// logprobs; vLLM SamplingParams.logprobs = TopLogprobs).
 	Logprobs    bool
 	TopLogprobs int
+	// PromptLogprobs asks for the prompt's logprobs too (SGLang/TokenSpeed
+	// logprob_start_len 0, vLLM prompt_logprobs = TopLogprobs): a prefill leg of /generate
+	// return_logprob.
+	PromptLogprobs bool
 	// KVTransferJSON is vLLM kv_transfer_params_json ("" = none); KVHost/KVPort the legacy
 	// typed kv_transfer_params (KVPort 0 = none).
 	KVTransferJSON string
@@ -82,6 +86,9 @@ type GRPCEvent struct {
 	// Logprobs are the output logprobs of IDs (OutputLogProbs: one per id, with the top
 	// alternatives asked for), when the leg asked for them; nil otherwise.
 	Logprobs []respond.Logprob
+	// PromptLogprobs are the prompt's logprobs (InputLogProbs) when the leg asked for them
+	// (SGLang, vLLM; TokenSpeed reports none).
+	PromptLogprobs []respond.PromptLogprob
 }
 
 // GRPCStream is an open Generate RPC. Recv returns io.EOF after the last message and a gRPC

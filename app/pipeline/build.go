@@ -69,6 +69,7 @@ func (pl *Pipeline) plan(j *job, proto protocol, base string, p, dc *worker.Live
 				Logprobs: j.lp.on, TopLogprobs: j.lp.top}
 			u := unit{prompt: pi, index: idx, width: width, pLeg: leg, dLeg: leg}
 			u.pLeg.Worker, u.dLeg.Worker = p, dc
+			u.pLeg.PromptLogprobs = j.lp.prompt // the prompt's logprobs come from the prefill
 			if proto != sequentialVLLM {
 				rv := mintRendezvous(proto, p)
 				u.pLeg.Rendezvous, u.dLeg.Rendezvous = rv, rv

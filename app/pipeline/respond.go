@@ -270,7 +270,14 @@ func (r *responder) finish() {
 	case handoff.RouteResponses:
 		body = respond.Response(r.meta, r.samples[0], u)
 	default:
-		body = respond.Generate(r.meta.ID, r.samples, u, nil)
+		if r.j.lp.prompt {
+			for i := range r.samples {
+				if p := i / max(r.j.n, 1); p < len(r.prompt) && r.gotPrompt[p] {
+					r.samples[i].PromptLogprobs = r.prompt[p].PromptLogprobs
+				}
+			}
+		}
+		body = respond.Generate(r.meta.ID, r.samples, u, r.vocab())
 	}
 	h := r.w.Header()
 	h.Set("Content-Type", "application/json")

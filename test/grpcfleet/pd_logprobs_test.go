@@ -165,3 +165,61 @@ func TestGRPCLogprobsValidation(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
 }
+
+// /generate return_logprob over gRPC PD (non-streaming): meta_info.input_token_logprobs are
+// the prompt's logprobs as the prefill computed them ([logprob|null, id, text], null for
+// the first token), output_token_logprobs the decode's. TokenSpeed reports no prompt
+// logprobs, so only its output ones are shown.
+func TestGRPCGenerateReturnLogprob(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	for _, tc := range []struct {
+		name, engine, connector string
+		prompt                  bool
+	}{
+		{"sglang", grpcsim.EngineSGLang, "", true},
+		{"vllm-nixl", grpcsim.EngineVLLM, grpcsim.ConnectorNixl, true},
+		{"tokenspeed", grpcsim.EngineTokenSpeed, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, p, d := pdFleet(t, tc.engine, func(_ string, c *grpcsim.Config) { c.KVConnector = tc.connector }, nil)
+			m, _ := qwen3(t)
+			q := "generate with logprobs " + tc.name
+			ids := m.Tokenizer.Encode(q, false)
+			want := grpcsim.HandoffTokens(ids, n)
+			r := g.Post(t, "/generate", map[string]any{"text": q, "return_logprob": true, "top_logprobs_num": 1,
+				"sampling_params": map[string]any{"max_new_tokens": n}}, nil)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			meta := r.Object(t)["meta_info"].(map[string]any)
+			out := meta["output_token_logprobs"].([]any)
+			require.Len(t, out, n)
+			for pos, e := range out {
+				row := e.([]any)
+				tok, _ := tokenText(t, want[pos])
+				assert.InDelta(t, grpcsim.TokenLogprob(want[pos], pos), row[0], 1e-6)
+				assert.EqualValues(t, want[pos], row[1])
+				assert.Equal(t, tok, row[2])
+			}
+			if !tc.prompt {
+				assert.Nil(t, meta["input_token_logprobs"])
+				handoffClean(t, p, d, 1)
+				return
+			}
+			in := meta["input_token_logprobs"].([]any)
+			require.Len(t, in, len(ids))
+			for pos, e := range in {
+				row := e.([]any)
+				tok, _ := tokenText(t, ids[pos])
+				if v := grpcsim.PromptLogprob(ids[pos], pos); v == nil {
+					assert.Nil(t, row[0], "position %d", pos)
+				} else {
+					assert.InDelta(t, *v, row[0], 1e-6, "position %d", pos)
+				}
+				assert.EqualValues(t, ids[pos], row[1])
+				assert.Equal(t, tok, row[2])
+			}
+			handoffClean(t, p, d, 1)
+		})
+	}
+}

@@ -112,8 +112,11 @@ func sglangRequest(leg ports.GRPCLeg) *sglangpb.GenerateRequest {
 	if leg.DPRank != nil {
 		req.DataParallelRank = int32(*leg.DPRank)
 	}
-	if leg.Logprobs {
+	if leg.Logprobs || leg.PromptLogprobs {
 		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), -1
+		if leg.PromptLogprobs {
+			req.LogprobStartLen = 0
+		}
 	}
 	return req
 }
@@ -133,11 +136,13 @@ func sglangEvent(m *sglangpb.GenerateResponse) ports.GRPCEvent {
 			ev.MatchedStop = &st
 		}
 		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
+		ev.PromptLogprobs = promptLogprobs(c.GetInputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs()),
+		PromptLogprobs: promptLogprobs(c.GetInputLogprobs())}
 }
 
 // tokenspeedRequest builds a TokenSpeed GenerateRequest (kv_bootstrap_info=11,
@@ -163,8 +168,11 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 		r := int32(*leg.DPRank)
 		req.DataParallelRank = &r
 	}
-	if leg.Logprobs {
+	if leg.Logprobs || leg.PromptLogprobs {
 		start := int32(-1)
+		if leg.PromptLogprobs {
+			start = 0
+		}
 		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), &start
 	}
 	return req
@@ -209,6 +217,10 @@ func vllmRequest(leg ports.GRPCLeg) *vllmpb.GenerateRequest {
 		k := int32(leg.TopLogprobs)
 		sp.Logprobs = &k
 	}
+	if leg.PromptLogprobs {
+		k := int32(leg.TopLogprobs)
+		sp.PromptLogprobs = &k
+	}
 	req := &vllmpb.GenerateRequest{RequestId: leg.RequestID,
 		Input:          &vllmpb.GenerateRequest_Tokenized{Tokenized: &vllmpb.TokenizedInput{OriginalText: leg.Text, InputIds: leg.InputIDs}},
 		SamplingParams: sp, Stream: leg.Stream}
@@ -245,6 +257,7 @@ func vllmEvent(m *vllmpb.GenerateResponse) ports.GRPCEvent {
 			ev.KVTransferJSON = string(b)
 		}
 		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
+		ev.PromptLogprobs = promptLogprobs(c.GetInputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()

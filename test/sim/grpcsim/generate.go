@@ -31,6 +31,8 @@ type genRequest struct {
 	// logprobs asks for output logprobs with topLogprobs alternatives per token.
 	logprobs    bool
 	topLogprobs int
+	// promptLogprobs asks for the prompt's logprobs (on the complete: SGLang, vLLM).
+	promptLogprobs bool
 
 	// dpRank is the leg's data_parallel_rank pin; nil = none (SGLang's is not optional: 0
 	// counts as rank 0).

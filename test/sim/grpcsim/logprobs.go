@@ -76,3 +76,36 @@ func vllmLogprobs(req genRequest, ev event) *vllmpb.OutputLogProbs {
 	}
 	return m
 }
+
+// PromptLogprob is the simulator's deterministic logprob of prompt token id at position pos
+// (what a prefill reports for return_logprob): none for the first token, else
+// -(1 + (id+pos) mod 5) / 4.
+func PromptLogprob(id uint32, pos int) *float32 {
+	if pos == 0 {
+		return nil
+	}
+	v := -float32(1+(int(id)+pos)%5) / 4
+	return &v
+}
+
+func sglangInputLogprobs(req genRequest) *sglangpb.InputLogProbs {
+	if !req.promptLogprobs {
+		return nil
+	}
+	m := &sglangpb.InputLogProbs{TokenIds: req.ids}
+	for i, id := range req.ids {
+		m.TokenLogprobs = append(m.TokenLogprobs, &sglangpb.InputTokenLogProb{Value: PromptLogprob(id, i)})
+	}
+	return m
+}
+
+func vllmInputLogprobs(req genRequest) *vllmpb.InputLogProbs {
+	if !req.promptLogprobs {
+		return nil
+	}
+	m := &vllmpb.InputLogProbs{TokenIds: req.ids}
+	for i, id := range req.ids {
+		m.TokenLogprobs = append(m.TokenLogprobs, &vllmpb.InputTokenLogProb{Value: PromptLogprob(id, i)})
+	}
+	return m
+}

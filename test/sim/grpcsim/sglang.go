@@ -30,6 +30,7 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, dp.GetBootstrapHost(), int(dp.GetBootstrapPort()), int64(dp.GetBootstrapRoom())
 	}
 	req.logprobs, req.topLogprobs = r.GetReturnLogprob(), int(r.GetTopLogprobsNum())
+	req.promptLogprobs = r.GetReturnLogprob() && r.GetLogprobStartLen() >= 0
 	if sp := r.GetSamplingParams(); sp != nil {
 		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: ptr(sp.GetTemperature()), TopP: ptr(sp.GetTopP()),
 			TopK: ptr(sp.GetTopK()), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
@@ -48,6 +49,7 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 				c.MatchedStop = &sglangpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
 			c.OutputLogprobs = sglangLogprobs(req, ev)
+			c.InputLogprobs = sglangInputLogprobs(req)
 			resp.Response = &sglangpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &sglangpb.GenerateResponse_Chunk{Chunk: &sglangpb.GenerateStreamChunk{TokenIds: ev.ids,

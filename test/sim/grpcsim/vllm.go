@@ -34,6 +34,9 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 	if sp := r.GetSamplingParams(); sp != nil && sp.Logprobs != nil {
 		req.logprobs, req.topLogprobs = true, int(sp.GetLogprobs())
 	}
+	if sp := r.GetSamplingParams(); sp != nil && sp.PromptLogprobs != nil {
+		req.promptLogprobs = true
+	}
 	if sp := r.GetSamplingParams(); sp != nil {
 		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: ptr(sp.GetTopP()),
 			TopK: ptr(int32(sp.GetTopK())), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
@@ -53,6 +56,7 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 				c.MatchedStop = &vllmpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
 			c.OutputLogprobs = vllmLogprobs(req, ev)
+			c.InputLogprobs = vllmInputLogprobs(req)
 			resp.Response = &vllmpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &vllmpb.GenerateResponse_Chunk{Chunk: &vllmpb.GenerateStreamChunk{TokenIds: ev.ids,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/smg-go/smg/domain/respond"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -51,6 +52,15 @@ type GRPCLeg struct {
 	Rendezvous *GRPCRendezvous
 	// DPRank pins the leg to a data-parallel rank (SGLang, vLLM); nil = unpinned.
 	DPRank *int
+	// Logprobs asks for the output tokens' logprobs with TopLogprobs alternatives each
+	// (SGLang/TokenSpeed return_logprob + top_logprobs_num, logprob_start_len -1: no prompt
+	// logprobs; vLLM SamplingParams.logprobs = TopLogprobs).
+	Logprobs    bool
+	TopLogprobs int
+	// PromptLogprobs asks for the prompt's logprobs too (SGLang/TokenSpeed
+	// logprob_start_len 0, vLLM prompt_logprobs = TopLogprobs): a prefill leg of /generate
+	// return_logprob.
+	PromptLogprobs bool
 	// KVTransferJSON is vLLM kv_transfer_params_json ("" = none); KVHost/KVPort the legacy
 	// typed kv_transfer_params (KVPort 0 = none).
 	KVTransferJSON string
@@ -77,6 +87,12 @@ type GRPCEvent struct {
 	KVTransferJSON string
 	// MediaIdentity is a vLLM prefill's media_identity (worker-side media); nil = none.
 	MediaIdentity *GRPCMediaIdentity
+	// Logprobs are the output logprobs of IDs (OutputLogProbs: one per id, with the top
+	// alternatives asked for), when the leg asked for them; nil otherwise.
+	Logprobs []respond.Logprob
+	// PromptLogprobs are the prompt's logprobs (InputLogProbs) when the leg asked for them
+	// (SGLang, vLLM; TokenSpeed reports none).
+	PromptLogprobs []respond.PromptLogprob
 }
 
 // GRPCStream is an open Generate RPC. Recv returns io.EOF after the last message and a gRPC

@@ -30,6 +30,9 @@ type WorkerInfo struct {
 	KVConnector    string               `json:"kv_connector,omitempty" doc:"vLLM KV connector, e.g. NixlConnector."`
 	KVRole         string               `json:"kv_role,omitempty" doc:"vLLM kv_role."`
 	KVEngineID     string               `json:"kv_engine_id,omitempty" doc:"vLLM KV engine id."`
+	DPBaseURL      string               `json:"dp_base_url,omitempty" doc:"For a --dp-aware rank: the registered URL without the @rank suffix (credentials redacted)."`
+	DPRank         *int                 `json:"dp_rank,omitempty" doc:"For a --dp-aware rank: its data-parallel rank (url is {dp_base_url}@{dp_rank})."`
+	DPSize         *int                 `json:"dp_size,omitempty" doc:"For a --dp-aware rank: the data-parallel size the worker reported."`
 	Priority       int                  `json:"priority" doc:"Stored and displayed, not used for routing."`
 	Cost           float64              `json:"cost" doc:"Stored and displayed, not used for routing."`
 	IsHealthy      bool                 `json:"is_healthy" doc:"status == ready."`
@@ -216,6 +219,9 @@ func info(r *registry.Service, l *worker.Live) WorkerInfo {
 		Status: string(l.Status()), Load: l.Load(), PDPairing: r.PairingKey(l.Worker),
 	}
 	wi.IsHealthy = wi.Status == string(worker.StatusReady)
+	if l.DPRank != nil {
+		wi.DPBaseURL, wi.DPRank, wi.DPSize = worker.RedactURL(l.BaseURL()), l.DPRank, l.DPSize
+	}
 	if len(l.Labels) > 0 {
 		wi.Labels = make(map[string]string, len(l.Labels))
 		for k, v := range l.Labels {

@@ -67,17 +67,26 @@ func (pl *Pipeline) plan(j *job, proto protocol, base string, p, dc *worker.Live
 				v := *s.Seed + seedOffset
 				s.Seed = &v
 			}
-			leg := ports.GRPCLeg{RequestID: rid, Text: pr.text, InputIDs: pr.ids, Sampling: s, Stream: j.stream}
+			leg := ports.GRPCLeg{RequestID: rid, Text: pr.text, InputIDs: pr.ids, Sampling: s, Stream: j.stream,
+				Logprobs: j.lp.on, TopLogprobs: j.lp.top}
 			u := unit{prompt: pi, index: idx, width: width, pLeg: leg, dLeg: leg}
 			u.pLeg.Worker, u.dLeg.Worker = p, dc
+			u.pLeg.PromptLogprobs = j.lp.prompt // the prompt's logprobs come from the prefill
 			if proto != sequentialVLLM {
 				rv := mintRendezvous(proto, p)
 				u.pLeg.Rendezvous, u.dLeg.Rendezvous = rv, rv
 				// The prefill's output is one token the client never sees: no stream needed.
 				u.pLeg.Stream = false
 			}
-			if proto != parallelTokenSpeed && pl.cfg.DPAware {
+			switch {
+			case !pl.cfg.DPAware:
+			case proto != parallelTokenSpeed:
 				u.pLeg.DPRank, u.dLeg.DPRank = p.DPRank, dc.DPRank
+			case p.DPSize != nil && *p.DPSize > 1:
+				// TokenSpeed places both legs by room residue (the room names the prefill's
+				// rank); the prefill is pinned to that same rank only when the engine
+				// advertises attention DP (grpc.md §1.1), the decode follows the room.
+				u.pLeg.DPRank = p.DPRank
 			}
 			return u
 		}

@@ -105,6 +105,31 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	prefillDone, decodeDone, first := false, false, false
 	stopped := false   // a gateway stop ended the samples before the engine did
 	completed := false // every sample got its complete; the stream's end is still read
+	// A stream that asks for logprobs waits for the prefill's answer before the decode's
+	// output goes out (grpc.md §1.8); the decode's items are held meanwhile.
+	hold := r.j.stream && r.j.lp.on
+	var held []ports.GRPCEvent
+	consume := func(ev ports.GRPCEvent) {
+		if completed || stopped {
+			return
+		}
+		if r.event(u, ev) {
+			if ev.Complete {
+				completed = true // read on to the stream's end
+			} else {
+				// A gateway stop ended the samples; the engine is still generating.
+				stopped, decodeDone, dch = true, true, nil
+				pl.record(u.dLeg.Worker, http.StatusOK)
+			}
+		}
+	}
+	release := func() {
+		hold = false
+		for _, ev := range held {
+			consume(ev)
+		}
+		held = nil
+	}
 	for !(prefillDone && decodeDone) {
 		select {
 		case <-ptC:
@@ -119,11 +144,13 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			case it.err == io.EOF:
 				prefillDone, pch = true, nil
 				pl.record(u.pLeg.Worker, http.StatusOK)
+				release()
 			case it.err != nil:
 				prefillDone, pch = true, nil
 				fail(pl.legFault("prefill", u.pLeg, it.err, first))
 			case it.ev.Complete:
 				r.prefilled(u, it.ev)
+				release()
 			}
 		case it := <-dch:
 			dtC = nil
@@ -144,15 +171,11 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 					pl.observeDecodeTTFT(r.j, decodeStart)
 				}
 				first, dtC = true, nil
-				if r.event(u, it.ev) {
-					if it.ev.Complete {
-						completed = true // read on to the stream's end
-					} else {
-						// A gateway stop ended the samples; the engine is still generating.
-						stopped, decodeDone, dch = true, true, nil
-						pl.record(u.dLeg.Worker, http.StatusOK)
-					}
+				if hold {
+					held = append(held, it.ev)
+					continue
 				}
+				consume(it.ev)
 			}
 		case <-gctx.Done():
 			close(stopP)

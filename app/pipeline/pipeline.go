@@ -113,6 +113,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	if err != nil {
 		return false, err
 	}
+	applyDecodeDefaults(&j.sampling, dc)
 	if err := pl.prepareMedia(ctx, j, proto, p); err != nil {
 		return false, err
 	}

@@ -87,6 +87,7 @@ type job struct {
 	skipSpecial  bool
 	rid          string
 	tools        json.RawMessage
+	lp           logprobAsk // output logprobs asked for
 	// messages are the chat messages in OpenAI shape (chat, /v1/messages, /v1/responses);
 	// mm is the request's media, nil for text only (media.go).
 	messages json.RawMessage
@@ -103,9 +104,9 @@ func hasTools(raw json.RawMessage) bool {
 // workers' labels, then their GetTokenizer bundles), render the chat template and tokenize
 // (add_special_tokens=false, grpc.md §1.14).
 func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *worker.Live) (*job, error) {
-	if rq.Logprobs {
-		return nil, errs.New(http.StatusNotImplemented, wire.CodeNotSupported,
-			"logprobs are not served over gRPC PD by this gateway yet; ask without logprobs or use HTTP workers")
+	lp, err := readLogprobs(rq)
+	if err != nil {
+		return nil, err
 	}
 	var b clientBody
 	if err := json.Unmarshal(rq.Body.Bytes(), &b); err != nil {
@@ -139,7 +140,7 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 		k.Stop, _ = json.Marshal(b.StopSequences)
 	}
 	j := &job{rq: rq, model: m, name: name, n: rq.N, stream: b.Stream, echo: b.Echo, rid: b.Rid, tools: b.Tools,
-		includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage, skipSpecial: true}
+		includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage, skipSpecial: true, lp: lp}
 	if k.SkipSpecialTokens != nil {
 		j.skipSpecial = *k.SkipSpecialTokens
 	}

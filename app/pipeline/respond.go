@@ -78,9 +78,9 @@ func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string,
 	if j.stream {
 		switch j.rq.Route {
 		case handoff.RouteChat:
-			r.chat = respond.NewChatStream(r.meta, nil)
+			r.chat = respond.NewChatStream(r.meta, r.vocab())
 		case handoff.RouteCompletions:
-			r.cmpl = respond.NewCompletionStream(r.meta, nil)
+			r.cmpl = respond.NewCompletionStream(r.meta, r.vocab())
 		case handoff.RouteMessages:
 			r.msg = respond.NewMessageStream(r.meta)
 		case handoff.RouteResponses:
@@ -120,12 +120,20 @@ func (r *responder) event(u *unit, ev ports.GRPCEvent) (done bool) {
 	if ev.Complete && r.j.stream {
 		ids = nil // a streamed complete repeats the final delta (grpc.md §3.1)
 	}
-	d, raw, stopped := st.Step(ids, nil)
-	r.streamDelta(idx, d, raw, ids)
+	var lps []respond.Logprob
+	if len(ids) > 0 {
+		lps = ev.Logprobs // one per id (none for a streamed complete: it repeats the final delta)
+	}
+	before := st.Tokens()
+	d, raw, stopped := st.Step(ids, lps)
+	if n := st.Tokens() - before; n < len(lps) {
+		lps = lps[:n] // a gateway stop ended the sample inside this chunk
+	}
+	r.streamDelta(idx, d, raw, ids, lps)
 	if ev.Complete || stopped {
 		f := respond.Finish{Reason: ev.Finish, MatchedTokenID: ev.MatchedTokenID, MatchedStop: ev.MatchedStop}
 		d, raw, s := st.Finish(f)
-		r.streamDelta(idx, d, raw, nil)
+		r.streamDelta(idx, d, raw, nil, nil)
 		r.samples[idx], r.finished[idx] = s, true
 		r.left[u]--
 		r.write(r.finishEvent(idx, s.Finish))
@@ -133,12 +141,12 @@ func (r *responder) event(u *unit, ev ports.GRPCEvent) (done bool) {
 	return r.left[u] == 0
 }
 
-func (r *responder) streamDelta(idx int, d respond.Delta, raw string, ids []uint32) {
+func (r *responder) streamDelta(idx int, d respond.Delta, raw string, ids []uint32, lps []respond.Logprob) {
 	switch {
 	case r.chat != nil:
-		r.write(r.chat.Delta(idx, d, nil))
+		r.write(r.chat.Delta(idx, d, lps))
 	case r.cmpl != nil:
-		r.write(r.cmpl.Delta(idx, raw, nil))
+		r.write(r.cmpl.Delta(idx, raw, lps))
 	case r.gen != nil && (raw != "" || len(ids) > 0):
 		r.write(r.gen.Delta(idx, raw, ids))
 	case r.msg != nil:
@@ -250,19 +258,26 @@ func (r *responder) finish() {
 	var body []byte
 	switch r.j.rq.Route {
 	case handoff.RouteChat:
-		body = respond.ChatCompletion(r.meta, r.samples, u, nil)
+		body = respond.ChatCompletion(r.meta, r.samples, u, r.vocab())
 	case handoff.RouteCompletions:
 		echo := ""
 		if r.j.echo && len(r.j.prompts) == 1 {
 			echo = r.j.prompts[0].text
 		}
-		body = respond.Completion(r.meta, r.samples, u, nil, echo)
+		body = respond.Completion(r.meta, r.samples, u, r.vocab(), echo)
 	case handoff.RouteMessages:
 		body = respond.Message(r.meta, r.samples[0], u)
 	case handoff.RouteResponses:
 		body = respond.Response(r.meta, r.samples[0], u)
 	default:
-		body = respond.Generate(r.meta.ID, r.samples, u, nil)
+		if r.j.lp.prompt {
+			for i := range r.samples {
+				if p := i / max(r.j.n, 1); p < len(r.prompt) && r.gotPrompt[p] {
+					r.samples[i].PromptLogprobs = r.prompt[p].PromptLogprobs
+				}
+			}
+		}
+		body = respond.Generate(r.meta.ID, r.samples, u, r.vocab())
 	}
 	h := r.w.Header()
 	h.Set("Content-Type", "application/json")
@@ -270,4 +285,13 @@ func (r *responder) finish() {
 	r.w.WriteHeader(http.StatusOK)
 	r.committed = true
 	_, _ = r.w.Write(body)
+}
+
+// vocab is what renders logprob tokens (the pipeline's tokenizer) when the client asked for
+// logprobs; nil otherwise (no logprobs field is filled).
+func (r *responder) vocab() respond.Vocab {
+	if !r.j.lp.on {
+		return nil
+	}
+	return r.j.model.Tokenizer
 }

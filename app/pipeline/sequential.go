@@ -119,6 +119,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	one := uint32(1)
 	s.MaxTokens, s.MinTokens, s.N, s.Stop, s.StopTokenIDs, s.IgnoreEOS = &one, 0, 1, nil, nil, true
 	pre.Sampling = s
+	pre.Logprobs, pre.TopLogprobs = false, 0 // the client sees only the decode's tokens
 	transferID := ""
 	switch {
 	case relay && mode == modeNixl:

@@ -76,9 +76,9 @@ func (s *Service) applyDeclaredCount(ctx context.Context, d *declared, specs []S
 				s.dropLocked(cur) // edited: the new registration replaces it at once
 			}
 			delete(d.owned, w.URL)
-		} else if cur, err := s.store.GetByURL(w.URL); err == nil {
+		} else if cur, err := s.lookupURL(w.URL); err == nil {
 			if d.adopt {
-				d.owned[w.URL] = declaredEntry{id: cur.ID, body: body}
+				d.owned[w.URL] = declaredEntry{id: s.registrationID(cur), body: body}
 			}
 			s.mu.Unlock()
 			continue

@@ -208,8 +208,8 @@ func (s *Service) addLocked(ctx context.Context, spec Spec, w worker.Worker, id 
 	if s.closed {
 		return Accepted{}, errs.New(500, wire.CodeWorkerInternalError, "Worker registry is shutting down")
 	}
-	if old, err := s.store.GetByURL(w.URL); err == nil {
-		return Accepted{}, alreadyExists(w.DisplayURL(), old.ID)
+	if old, err := s.lookupURL(w.URL); err == nil {
+		return Accepted{}, alreadyExists(w.DisplayURL(), s.registrationID(old))
 	}
 	if local {
 		if err := s.checkCap(); err != nil {
@@ -321,6 +321,10 @@ func (s *Service) swapIn(l *worker.Live, detected worker.Worker, engineIDRead bo
 	if !s.current(l) {
 		return
 	}
+	if n, ok := s.dpRanks(detected); ok {
+		s.expandLocked(l, detected, n, engineIDRead)
+		return
+	}
 	nl := worker.NewLive(detected, worker.StatusReady)
 	nl.SetEngineIDConfirmed(engineIDRead)
 	if err := s.store.Replace(l, nl); err != nil {
@@ -388,14 +392,22 @@ func (s *Service) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
 	}
-	s.unpublishLocked(ctx, id)
+	s.unpublishLocked(ctx, s.registrationID(l))
 	s.removeLocked(l)
 	return nil
 }
 
-// removeLocked cancels l's activation and removes it: at once unless it is ready and has a
-// drain settle time, else after marking it draining for that time. Callers hold s.mu.
+// removeLocked removes l and, for a --dp-aware rank, every other rank of its registration
+// (removeOneLocked each). Callers hold s.mu.
 func (s *Service) removeLocked(l *worker.Live) {
+	for _, x := range s.dpGroup(l) {
+		s.removeOneLocked(x)
+	}
+}
+
+// removeOneLocked cancels l's activation and removes it: at once unless it is ready and has a
+// drain settle time, else after marking it draining for that time. Callers hold s.mu.
+func (s *Service) removeOneLocked(l *worker.Live) {
 	id := l.ID
 	if cancel, ok := s.jobs[id]; ok {
 		cancel()

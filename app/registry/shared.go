@@ -129,7 +129,7 @@ func (s *Service) inFleet(spec Spec) bool {
 	if err != nil {
 		return false
 	}
-	_, err = s.store.GetByURL(w.URL)
+	_, err = s.lookupURL(w.URL)
 	return err == nil
 }
 
@@ -250,7 +250,7 @@ func (s *Service) reconcileLocked(ctx context.Context) {
 		if _, err := s.store.Get(rec.ID); err == nil {
 			continue
 		}
-		if l, err := s.store.GetByURL(rec.URL); err == nil {
+		if l, err := s.lookupURL(rec.URL); err == nil {
 			s.dropLocked(l) // a local registration the fleet holds under another id
 		}
 		spec, err := ParseSpec(rec.Spec)
@@ -268,7 +268,7 @@ func (s *Service) reconcileLocked(ctx context.Context) {
 		}
 	}
 	for _, l := range s.store.List() {
-		if in[l.ID] || s.private[l.ID] || l.Status() == worker.StatusDraining {
+		if rid := s.registrationID(l); in[rid] || s.private[rid] || l.Status() == worker.StatusDraining {
 			continue
 		}
 		if _, pending := f.puts[l.ID]; pending {
@@ -298,13 +298,16 @@ func (s *Service) reseedLocked(ctx context.Context, v int64) (int64, []ports.Fle
 	return f.store.List(ctx)
 }
 
-// dropLocked removes l at once, without draining. Callers hold s.mu.
+// dropLocked removes l (with every other rank of a --dp-aware registration) at once,
+// without draining. Callers hold s.mu.
 func (s *Service) dropLocked(l *worker.Live) {
-	if cancel, ok := s.jobs[l.ID]; ok {
-		cancel()
-		delete(s.jobs, l.ID)
-	}
-	if _, err := s.store.Remove(l.ID); err == nil {
-		s.forget(l)
+	for _, l := range s.dpGroup(l) {
+		if cancel, ok := s.jobs[l.ID]; ok {
+			cancel()
+			delete(s.jobs, l.ID)
+		}
+		if _, err := s.store.Remove(l.ID); err == nil {
+			s.forget(l)
+		}
 	}
 }

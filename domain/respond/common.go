@@ -27,6 +27,13 @@ type Logprob struct {
 	Top     []TopLogprob
 }
 
+// PromptLogprob is one prompt token's logprob (engine InputLogProbs: token_ids and
+// InputTokenLogProb values); Logprob is nil where the engine has none (the first token).
+type PromptLogprob struct {
+	TokenID uint32
+	Logprob *float64
+}
+
 // Finish is how the engine ended a sample (GenerateComplete.finish_reason and matched_stop),
 // after the gateway's own stop trimming.
 type Finish struct {
@@ -57,7 +64,10 @@ type Sample struct {
 	ToolCalls []ToolCall
 	Finish    Finish
 	Logprobs  []Logprob
-	OutputIDs []uint32
+	// PromptLogprobs are the prompt's logprobs as its prefill computed them (/generate
+	// return_logprob); nil = not asked for.
+	PromptLogprobs []PromptLogprob
+	OutputIDs      []uint32
 	// CompletionTokens is this sample's generated token count.
 	CompletionTokens int
 }

@@ -20,6 +20,7 @@ type generateMeta struct {
 	CompletionTokens    int     `json:"completion_tokens"`
 	CachedTokens        int     `json:"cached_tokens"`
 	MatchedStop         any     `json:"matched_stop,omitempty"`
+	InputTokenLogprobs  [][]any `json:"input_token_logprobs,omitempty"`
 	OutputTokenLogprobs [][]any `json:"output_token_logprobs,omitempty"`
 }
 
@@ -52,6 +53,26 @@ func generateLogprobs(v Vocab, lps []Logprob) [][]any {
 	return out
 }
 
+// promptLogprobs is SGLang's input_token_logprobs: [[logprob|null, token_id, text|null], …].
+func promptLogprobs(v Vocab, lps []PromptLogprob) [][]any {
+	if len(lps) == 0 {
+		return nil
+	}
+	out := make([][]any, 0, len(lps))
+	for _, lp := range lps {
+		var text, val any
+		if v != nil {
+			b, _ := tokenBytes(v, lp.TokenID)
+			text = tokenString(b)
+		}
+		if lp.Logprob != nil {
+			val = *lp.Logprob
+		}
+		out = append(out, []any{val, lp.TokenID, text})
+	}
+	return out
+}
+
 func (g *GenerateStream) body(s Sample, text string, ids []uint32, finish any) generateBody {
 	b := generateBody{Text: text, OutputIDs: ids, MetaInfo: generateMeta{ID: g.rid(s.Index), FinishReason: finish,
 		PromptTokens: g.usage.PromptTokens, CompletionTokens: len(ids), CachedTokens: g.usage.CachedTokens}}
@@ -73,6 +94,7 @@ func Generate(rid string, samples []Sample, u Usage, v Vocab) []byte {
 		b.MetaInfo.CompletionTokens = s.CompletionTokens
 		b.MetaInfo.MatchedStop = matchedStop(s.Finish)
 		b.MetaInfo.OutputTokenLogprobs = generateLogprobs(v, s.Logprobs)
+		b.MetaInfo.InputTokenLogprobs = promptLogprobs(v, s.PromptLogprobs)
 		bodies = append(bodies, b)
 	}
 	if len(bodies) == 1 {

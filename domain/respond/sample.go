@@ -33,6 +33,9 @@ func NewSampleState(index int, dec *text.Decoder, parser *OutputParser) *SampleS
 // Index is the sample's choice index.
 func (s *SampleState) Index() int { return s.index }
 
+// Tokens is how many generated ids Step has consumed so far (ids after a stop are not).
+func (s *SampleState) Tokens() int { return len(s.ids) }
+
 // Step consumes a chunk of generated ids (and their logprobs, if any, one per id) and returns
 // what to stream: the parsed delta (chat, messages, responses), the raw text delta
 // (completions, /generate), and whether a gateway-side stop ended the sample. Ids after a stop

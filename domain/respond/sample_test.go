@@ -58,3 +58,18 @@ func TestSampleStateFromEngineTokens(t *testing.T) {
 	assert.Contains(t, string(body), `"finish_reason":"tool_calls"`)
 	assert.Contains(t, string(body), `"matched_stop":"###"`)
 }
+
+// Tokens counts the ids Step consumed: all of a chunk, or up to a stop id inside it.
+func TestSampleStateTokensStopsAtTheStop(t *testing.T) {
+	t.Parallel()
+	tok := texttest.Tokenizer(t, texttest.Qwen3)
+	ids := tok.Encode("one two three four", false)
+	require.GreaterOrEqual(t, len(ids), 4)
+	s := respond.NewSampleState(0, text.NewDecoder(tok, text.DecoderOptions{StopTokenIDs: []uint32{ids[2]}}), nil)
+	_, _, stopped := s.Step(ids[:2], nil)
+	require.False(t, stopped)
+	assert.Equal(t, 2, s.Tokens())
+	_, _, stopped = s.Step(ids[2:], nil)
+	require.True(t, stopped)
+	assert.Equal(t, 3, s.Tokens(), "the stop id is consumed, the ids after it are not")
+}

@@ -78,8 +78,12 @@ const (
 	LabelVersion            = "version"
 	LabelMaxRunningRequests = "max_running_requests"
 	LabelDPSize             = "dp_size"
-	LabelTPSize             = "tp_size"
-	LabelMoRIIOMode         = "moriio_mode"
+	// LabelDefaultSamplingParams is a gRPC worker's GetModelInfo
+	// default_sampling_params_json: the JSON object of sampling defaults the decode worker
+	// applies to knobs a client omitted (smg-spec.md §3.3, §9.2 step 6).
+	LabelDefaultSamplingParams = "default_sampling_params_json"
+	LabelTPSize                = "tp_size"
+	LabelMoRIIOMode            = "moriio_mode"
 	// MoRI-IO worker labels (seed "MoRI-IO (HTTP)" label table).
 	LabelMoRIIOHost          = "moriio_host"
 	LabelMoRIIOHandshakePort = "moriio_handshake_port"

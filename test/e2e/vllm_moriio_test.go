@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
+	"github.com/smg-go/smg/test/sim/grpcsim"
 )
 
 // moriFleet is one MoRI-IO prefill and decode simulator behind a gateway.
@@ -171,10 +173,36 @@ func TestMoRIIOSeedBodiesVerbatim(t *testing.T) {
 }
 
 // Seed "MoRI-IO (HTTP)": "The gRPC pipeline does not speak MoRI-IO and refuses such pairs
-// with 501 moriio_grpc_pd_unsupported". This gateway has no gRPC PD pipeline yet, so there
-// is nothing to refuse; this test marks the gap until it exists.
+// with 501 moriio_grpc_pd_unsupported": a grpc:// vLLM pair registered with
+// MoRIIOConnector is refused on every generation route, streaming and not, before either
+// leg is contacted (the gRPC simulators count no Generate RPC), and no breaker opens.
 func TestMoRIIOOverGRPCRefusedWith501(t *testing.T) {
-	t.Skip("gRPC PD does not exist in this gateway yet: once it does, a grpc:// MoRIIOConnector pair must answer 501 moriio_grpc_pd_unsupported (wire.CodeMoRIIOGRPCPDUnsupported) before contacting either leg")
+	t.Parallel()
+	mk := func(role string) *grpcsim.Server {
+		s, err := grpcsim.Start(grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: role, Model: model})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	p, d := mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode)
+	g := fleet.StartGateway(t, fleet.DefaultConfig())
+	for _, s := range []*grpcsim.Server{p, d} {
+		g.Register(t, map[string]any{"url": s.URL(), "worker_type": s.Config().Role, "runtime_type": "vllm",
+			"kv_connector": "MoRIIOConnector", "labels": map[string]string{"moriio_mode": "read"}})
+	}
+	g.WaitWorkers(t, 2)
+	for _, a := range moriAPIs {
+		for _, stream := range []bool{false, true} {
+			r := g.Post(t, a.path, a.body("a mori-io prompt over grpc", 4, stream), nil)
+			assertRefused(t, r, http.StatusNotImplemented, wire.CodeMoRIIOGRPCPDUnsupported)
+			assert.Contains(t, decodeError(t, r).Error.Message, "HTTP PD router", "%s stream=%v", a.name, stream)
+		}
+	}
+	assert.Zero(t, p.Stats().Requests, "prefill never contacted")
+	assert.Zero(t, d.Stats().Requests, "decode never contacted")
+	for _, w := range g.Workers(t) {
+		assert.Equal(t, "ready", w.Status, "%s stays routable: a refusal is not a worker failure", w.URL)
+	}
 }
 
 // hangGuard bounds a MoRI-IO failure test's request.

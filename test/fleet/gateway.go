@@ -109,6 +109,10 @@ type WorkerInfo struct {
 	KVConnector string `json:"kv_connector"`
 	IsHealthy   bool   `json:"is_healthy"`
 	Status      string `json:"status"`
+	// DPBaseURL, DPRank and DPSize are set for a --dp-aware rank.
+	DPBaseURL string `json:"dp_base_url"`
+	DPRank    *int   `json:"dp_rank"`
+	DPSize    *int   `json:"dp_size"`
 }
 
 // Workers returns GET /workers.

@@ -133,12 +133,12 @@ func TestGRPCDecodeDiesMidStream(t *testing.T) {
 	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
 }
 
-// Logprobs are refused clearly (not silently dropped) before any leg.
+// A streamed /generate with return_logprob is refused clearly (not silently dropped)
+// before any leg; other logprobs are served (pd_logprobs_test.go).
 func TestGRPCLogprobsRefused(t *testing.T) {
 	t.Parallel()
 	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
-	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "logprobs": true,
-		"messages": []map[string]string{{"role": "user", "content": "x"}}}, nil)
+	r := g.Post(t, "/generate", map[string]any{"text": "x", "return_logprob": true, "stream": true}, nil)
 	require.Equal(t, http.StatusNotImplemented, r.Status, string(r.Body))
 	assert.Equal(t, "not_supported", errCode(t, r))
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)

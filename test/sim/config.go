@@ -78,6 +78,11 @@ type Config struct {
 	// MaxRunningRequests is reported as max_running_requests by SGLang /get_server_info and
 	// /server_info; default 2048 (it does not limit anything, see MaxRunning).
 	MaxRunningRequests int
+	// DPSize is the data-parallel size SGLang's /server_info reports as dp_size (default 1).
+	// With DPSize > 1 every SGLang leg must carry routed_dp_rank in [0, DPSize) (and a
+	// decode's disagg_prefill_dp_rank, when sent, a rank >= 0), else it is answered 400;
+	// Stats.DPRankRequests counts the legs per routed rank.
+	DPSize int
 	// Faults are per-instance faults "<kind>[:<arg>]" applied to every inference request
 	// (see [ParseFault] for the kinds).
 	Faults []string
@@ -163,7 +168,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("sim: port %d / bootstrap port %d / moriio ports %d, %d out of range", c.Port, c.BootstrapPort, c.MoRIIOHandshakePort, c.MoRIIONotifyPort)
 	}
 	if c.PrefillTokensPerS < 0 || c.ITL < 0 || c.ITLPerRunning < 0 || c.MaxRunning < 0 ||
-		c.HandoffTimeout < 0 || c.MaxModelLen < 0 || c.MaxRunningRequests < 0 || c.HangMax < 0 {
+		c.HandoffTimeout < 0 || c.MaxModelLen < 0 || c.MaxRunningRequests < 0 || c.HangMax < 0 ||
+		c.DPSize < 0 || c.DPSize > maxDPSize {
 		return c, fmt.Errorf("sim: negative latency, size or timeout setting")
 	}
 	for _, f := range c.Faults {

@@ -163,6 +163,9 @@ func (s *Server) applyFaults(ctx context.Context, o *out, fs *faultSet) bool {
 // validate applies the engine's request checks: the served model (vLLM) and the context
 // length (both).
 func (s *Server) validate(raw *rawReq, j *job) *reqError {
+	if e := s.checkDPRank(raw, j); e != nil {
+		return e
+	}
 	if s.cfg.Engine == EngineVLLM && raw.Model != "" && raw.Model != s.cfg.Model {
 		return &reqError{status: http.StatusNotFound, param: "model",
 			msg: "The model `" + raw.Model + "` does not exist."}

@@ -25,6 +25,9 @@ type kvPayload struct {
 	PromptTokens int    `json:"prompt_tokens"`
 	EngineID     string `json:"engine_id"`
 	FirstToken   int32  `json:"first_token"`
+	// DPRank is the SGLang prefill's routed_dp_rank (DPSize > 1): the decode checks its
+	// disagg_prefill_dp_rank against it.
+	DPRank *int `json:"dp_rank,omitempty"`
 }
 
 // slot is one room. Channels are closed at most once, under rendezvous.mu (got by the

@@ -46,6 +46,8 @@ type rawReq struct {
 	BootstrapHost    json.RawMessage `json:"bootstrap_host"`
 	BootstrapPort    json.RawMessage `json:"bootstrap_port"`
 	BootstrapRoom    json.RawMessage `json:"bootstrap_room"`
+	RoutedDPRank     json.RawMessage `json:"routed_dp_rank"`
+	PrefillDPRank    json.RawMessage `json:"disagg_prefill_dp_rank"`
 	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 	SimFault         json.RawMessage `json:"sim_fault"`
 	IgnoreEOS        bool            `json:"ignore_eos"`
@@ -76,6 +78,9 @@ type job struct {
 	reqID     string
 	rid       string
 	n         int // samples per prompt
+	// routedRank and prefillRank are a --dp-aware leg's routed_dp_rank and (decode)
+	// disagg_prefill_dp_rank, with Config.DPSize > 1; nil otherwise.
+	routedRank, prefillRank *int
 }
 
 // reqError is a client or engine error with the HTTP status it maps to; rendered in the

@@ -102,7 +102,7 @@ func (s *Server) serveServerInfo(w http.ResponseWriter, _ *http.Request) {
 	}
 	b, _ := json.Marshal(map[string]any{
 		"model_path": s.cfg.Model, "tokenizer_path": s.cfg.Model, "served_model_name": s.cfg.Model,
-		"tp_size": 1, "dp_size": 1, "pp_size": 1, "context_length": s.cfg.MaxModelLen,
+		"tp_size": 1, "dp_size": max(s.cfg.DPSize, 1), "pp_size": 1, "context_length": s.cfg.MaxModelLen,
 		"max_running_requests": s.cfg.MaxRunningRequests, "max_total_num_tokens": 1000000,
 		"disaggregation_mode": s.cfg.Role, "disaggregation_bootstrap_port": bp,
 		"disaggregation_transfer_backend": "mooncake", "page_size": 1, "kv_cache_dtype": "auto",

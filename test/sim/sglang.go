@@ -72,7 +72,7 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, ts []bootTarget) (re
 	for i, sl := range slots {
 		it := &j.items[i]
 		it.seed = handoffSeed(it.digest)
-		sl.kv <- kvPayload{Digest: it.digest, PromptTokens: len(it.ids), EngineID: s.cfg.EngineID, FirstToken: tokenAt(it.seed, 0)}
+		sl.kv <- kvPayload{Digest: it.digest, PromptTokens: len(it.ids), EngineID: s.cfg.EngineID, FirstToken: tokenAt(it.seed, 0), DPRank: j.routedRank}
 	}
 	for i, sl := range slots {
 		select {
@@ -110,6 +110,10 @@ func (s *Server) sglangDecode(ctx context.Context, j *job, ts []bootTarget) *req
 				return transferError(t.room, "failed to reach bootstrap server %s: %s", t.addr(), f.msg)
 			}
 			return transferError(t.room, "bootstrap server %s answered %d: %s", t.addr(), f.status, f.msg)
+		}
+		if p.DPRank != nil && (j.prefillRank == nil || *j.prefillRank != *p.DPRank) {
+			s.c.unmatched.Add(1)
+			return transferError(t.room, "disagg_prefill_dp_rank %s does not name the prefill's rank %d", rankText(j.prefillRank), *p.DPRank)
 		}
 		it := &j.items[i]
 		it.seed, it.cached = handoffSeed(p.Digest), len(it.ids)

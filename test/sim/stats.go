@@ -45,12 +45,16 @@ type Stats struct {
 	// was aborted (or gave up) before the prefill's write_done arrived: vLLM's
 	// MoRIIOConnector keeps them allocated (seed "WRITE dispatch").
 	LeakedBlocks int64 `json:"leaked_blocks"`
+	// DPRankRequests counts SGLang legs per routed_dp_rank (key: the rank in decimal), when
+	// Config.DPSize > 1.
+	DPRankRequests map[string]int64 `json:"dp_rank_requests,omitempty"`
 }
 
 type counters struct {
 	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
 	aborted, running, maxRunning, errors, waiting, promptTokens, genTokens     atomic.Int64
 	leakedBlocks                                                               atomic.Int64
+	dpRanks                                                                    [maxDPSize]atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -69,6 +73,7 @@ func (c *counters) snapshot() Stats {
 		PromptTokens:      c.promptTokens.Load(),
 		GenerationTokens:  c.genTokens.Load(),
 		LeakedBlocks:      c.leakedBlocks.Load(),
+		DPRankRequests:    c.dpSnapshot(),
 	}
 }
 
@@ -78,6 +83,9 @@ func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
 		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.leakedBlocks} {
 		a.Store(0)
+	}
+	for i := range c.dpRanks {
+		c.dpRanks[i].Store(0)
 	}
 	c.maxRunning.Store(c.running.Load())
 }

@@ -130,10 +130,11 @@ func (p *Pool) serverInfo(ctx context.Context, w worker.Worker, rt worker.Runtim
 	return info, nil
 }
 
-// modelInfo adds rt's GetModelInfo facts to info: model and tokenizer paths and
-// max_context_length as labels (server-info labels win), and the served model id.
+// modelInfo adds rt's GetModelInfo facts to info: model and tokenizer paths,
+// max_context_length and default_sampling_params_json as labels (server-info labels win),
+// and the served model id.
 func (p *Pool) modelInfo(ctx context.Context, w worker.Worker, rt worker.Runtime, info *ports.GRPCWorkerInfo) error {
-	var served, path, tokenizer string
+	var served, path, tokenizer, defaults string
 	var maxCtx int64
 	switch rt {
 	case worker.RuntimeSGLang:
@@ -146,6 +147,7 @@ func (p *Pool) modelInfo(ctx context.Context, w worker.Worker, rt worker.Runtime
 			return err
 		}
 		served, path, tokenizer, maxCtx = r.GetServedModelName(), r.GetModelPath(), r.GetTokenizerPath(), int64(r.GetMaxContextLength())
+		defaults = r.GetDefaultSamplingParamsJson()
 	case worker.RuntimeTokenSpeed:
 		c, err := p.TokenSpeed(w)
 		if err != nil {
@@ -156,6 +158,7 @@ func (p *Pool) modelInfo(ctx context.Context, w worker.Worker, rt worker.Runtime
 			return err
 		}
 		served, path, tokenizer, maxCtx = r.GetServedModelName(), r.GetModelPath(), r.GetTokenizerPath(), int64(r.GetMaxContextLength())
+		defaults = r.GetDefaultSamplingParamsJson()
 	case worker.RuntimeVLLM:
 		c, err := p.VLLM(w)
 		if err != nil {
@@ -166,6 +169,7 @@ func (p *Pool) modelInfo(ctx context.Context, w worker.Worker, rt worker.Runtime
 			return err
 		}
 		served, path, tokenizer, maxCtx = r.GetServedModelName(), r.GetModelPath(), r.GetTokenizerPath(), int64(r.GetMaxContextLength())
+		defaults = r.GetDefaultSamplingParamsJson()
 		// supports_vision=false marks a --language-model-only decode pool (grpc.md §1.11).
 		info.Labels[LabelSupportsVision] = strconv.FormatBool(r.GetSupportsVision())
 	}
@@ -173,6 +177,7 @@ func (p *Pool) modelInfo(ctx context.Context, w worker.Worker, rt worker.Runtime
 	setLabel(info.Labels, "model_path", path)
 	setLabel(info.Labels, "tokenizer_path", tokenizer)
 	setNumber(info.Labels, "max_context_length", maxCtx)
+	setLabel(info.Labels, wire.LabelDefaultSamplingParams, defaults)
 	model := info.Labels["served_model_name"]
 	if model == "" {
 		model = firstNonEmpty(info.Labels["model_path"], info.Labels["model"])

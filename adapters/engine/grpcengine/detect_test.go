@@ -129,3 +129,18 @@ func TestDetectErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, grpcengine.ErrNoEngineService)
 }
+
+// GetModelInfo default_sampling_params_json becomes the default_sampling_params_json label
+// on every runtime (the decode's sampling defaults); none reported, no label.
+func TestDetectReadsDefaultSamplingParams(t *testing.T) {
+	t.Parallel()
+	const js = `{"temperature":0.6,"top_k":20}`
+	for _, engine := range []string{grpcsim.EngineSGLang, grpcsim.EngineTokenSpeed, grpcsim.EngineVLLM} {
+		s := startSim(t, grpcsim.Config{Engine: engine, Role: grpcsim.RoleDecode, DefaultSamplingParams: js})
+		info := detect(t, newPool(t), s.URL(), worker.Runtime(engine))
+		assert.Equal(t, js, info.Labels["default_sampling_params_json"], engine)
+		bare := startSim(t, grpcsim.Config{Engine: engine, Role: grpcsim.RoleDecode})
+		_, ok := detect(t, newPool(t), bare.URL(), worker.Runtime(engine)).Labels["default_sampling_params_json"]
+		assert.False(t, ok, engine)
+	}
+}

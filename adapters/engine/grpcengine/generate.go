@@ -113,6 +113,12 @@ func sglangRequest(leg ports.GRPCLeg) *sglangpb.GenerateRequest {
 		req.DataParallelRank = int32(*leg.DPRank)
 	}
 	req.MmInputs = sglangMM(leg.MM)
+	if leg.Logprobs || leg.PromptLogprobs {
+		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), -1
+		if leg.PromptLogprobs {
+			req.LogprobStartLen = 0
+		}
+	}
 	return req
 }
 
@@ -130,15 +136,20 @@ func sglangEvent(m *sglangpb.GenerateResponse) ports.GRPCEvent {
 			st := ms.MatchedStopStr
 			ev.MatchedStop = &st
 		}
+		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
+		ev.PromptLogprobs = promptLogprobs(c.GetInputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs()),
+		PromptLogprobs: promptLogprobs(c.GetInputLogprobs())}
 }
 
 // tokenspeedRequest builds a TokenSpeed GenerateRequest (kv_bootstrap_info=11,
-// sampling_seed=23; grpc.md §1.1). No data_parallel_rank: TokenSpeed places by room residue.
+// sampling_seed=23; grpc.md §1.1); data_parallel_rank=12 when the leg is pinned (the
+// pipeline pins only an attention-DP prefill, to the rank its room's residue names:
+// TokenSpeed places by bootstrap_room % dp_size and ignores a conflicting pin).
 func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 	s := leg.Sampling
 	sp := &tokenspeedpb.SamplingParams{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
@@ -155,6 +166,17 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 		req.KvBootstrapInfo = &tokenspeedpb.KvBootstrapInfo{BootstrapHost: r.Host, BootstrapPort: int32(r.Port), BootstrapRoom: r.Room}
 	}
 	req.MmInputs = tokenspeedMM(leg.MM)
+	if leg.DPRank != nil {
+		r := int32(*leg.DPRank)
+		req.DataParallelRank = &r
+	}
+	if leg.Logprobs || leg.PromptLogprobs {
+		start := int32(-1)
+		if leg.PromptLogprobs {
+			start = 0
+		}
+		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), &start
+	}
 	return req
 }
 
@@ -170,11 +192,12 @@ func tokenspeedEvent(m *tokenspeedpb.GenerateResponse) ports.GRPCEvent {
 			st := ms.MatchedStopStr
 			ev.MatchedStop = &st
 		}
+		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs())}
 }
 
 // vllmRequest builds a vLLM GenerateRequest (kv_transfer_params_json=8 preferred, the legacy
@@ -191,6 +214,14 @@ func vllmRequest(leg ports.GRPCLeg) *vllmpb.GenerateRequest {
 	if s.Seed != nil {
 		seed := int32(*s.Seed)
 		sp.Seed = &seed
+	}
+	if leg.Logprobs {
+		k := int32(leg.TopLogprobs)
+		sp.Logprobs = &k
+	}
+	if leg.PromptLogprobs {
+		k := int32(leg.TopLogprobs)
+		sp.PromptLogprobs = &k
 	}
 	req := &vllmpb.GenerateRequest{RequestId: leg.RequestID,
 		Input:          &vllmpb.GenerateRequest_Tokenized{Tokenized: &vllmpb.TokenizedInput{OriginalText: leg.Text, InputIds: leg.InputIDs}},
@@ -229,9 +260,11 @@ func vllmEvent(m *vllmpb.GenerateResponse) ports.GRPCEvent {
 			ev.KVTransferJSON = string(b)
 		}
 		ev.MediaIdentity = vllmIdentity(c.GetMediaIdentity())
+		ev.Logprobs = outputLogprobs(c.GetOutputLogprobs())
+		ev.PromptLogprobs = promptLogprobs(c.GetInputLogprobs())
 		return ev
 	}
 	c := m.GetChunk()
 	return ports.GRPCEvent{Index: int(c.GetIndex()), IDs: c.GetTokenIds(), PromptTokens: int(c.GetPromptTokens()),
-		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens())}
+		CompletionTokens: int(c.GetCompletionTokens()), CachedTokens: int(c.GetCachedTokens()), Logprobs: outputLogprobs(c.GetOutputLogprobs())}
 }

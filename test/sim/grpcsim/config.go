@@ -81,9 +81,14 @@ type Config struct {
 	// MaxModelLen is the context length (server_args context_length, GetModelInfo
 	// max_context_length); longer prompts get INVALID_ARGUMENT. Default 32768.
 	MaxModelLen int
-	// DPSize and DPRank: with DPSize > 1 this instance is attention-DP rank DPRank and a
-	// TokenSpeed room whose residue room % DPSize differs is an error.
+	// DPSize and DPRank: with DPSize > 1 (at most 64) the engine reports dp_size DPSize
+	// and a leg's data_parallel_rank pin must be a rank below it. A TokenSpeed decode, or a
+	// prefill leg without a pin, is rank DPRank; a TokenSpeed room whose residue
+	// room % DPSize is not the leg's rank (a prefill's pin, else DPRank) is an error.
 	DPSize, DPRank int
+	// DefaultSamplingParams is reported as GetModelInfo default_sampling_params_json (a
+	// JSON object, e.g. {"temperature":0.7}); "" = none.
+	DefaultSamplingParams string
 	// DefaultMaxTokens is used when the request sets no max tokens; default 16.
 	DefaultMaxTokens int
 	// ITL is the delay between output tokens; 0 = none.
@@ -180,7 +185,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("grpcsim: kv connector %q: want NixlConnector, MooncakeConnector or MultiConnector", c.KVConnector)
 		}
 	}
-	if c.DPSize < 0 || c.DPRank < 0 || (c.DPSize > 1 && c.DPRank >= c.DPSize) {
+	if c.DPSize < 0 || c.DPSize > maxDPSize || c.DPRank < 0 || (c.DPSize > 1 && c.DPRank >= c.DPSize) {
 		return c, fmt.Errorf("grpcsim: dp rank %d out of range for dp size %d", c.DPRank, c.DPSize)
 	}
 	for _, p := range []int{c.Port, c.BootstrapPort, c.StatsPort} {

@@ -30,6 +30,16 @@ type genRequest struct {
 	bootPort int
 	room     int64
 
+	// logprobs asks for output logprobs with topLogprobs alternatives per token.
+	logprobs    bool
+	topLogprobs int
+	// promptLogprobs asks for the prompt's logprobs (on the complete: SGLang, vLLM).
+	promptLogprobs bool
+
+	// dpRank is the leg's data_parallel_rank pin; nil = none (SGLang's is not optional: 0
+	// counts as rank 0).
+	dpRank *int
+
 	// vLLM kv_transfer_params (from the JSON field or the legacy typed one); nil = none.
 	kvParams map[string]any
 
@@ -48,7 +58,9 @@ type event struct {
 	finish                                       string
 	matchedToken                                 *uint32
 	kvParamsJSON                                 *string
-	identity                                     *vllmpb.MediaIdentity // a vLLM prefill's media_identity
+	// lpFrom is the output position of ids[0] (for the deterministic logprobs).
+	lpFrom   int
+	identity *vllmpb.MediaIdentity // a vLLM prefill's media_identity
 }
 
 type sender func(event) error
@@ -134,6 +146,9 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 	if malformed {
 		return send(event{malformed: true})
 	}
+	if err := s.checkDPRank(req); err != nil {
+		return err
+	}
 	if err := s.checkMM(&req); err != nil {
 		return err
 	}
@@ -213,7 +228,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 			}
 			if req.stream {
 				e := ev(i)
-				e.ids = []uint32{t}
+				e.ids, e.lpFrom = []uint32{t}, j
 				if err := send(e); err != nil {
 					return err
 				}
@@ -232,6 +247,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 		e.ids = outs[i]
 		if req.stream && len(outs[i]) > 0 {
 			e.ids = outs[i][len(outs[i])-1:] // streaming: the complete repeats the final delta (grpc.md §3.1)
+			e.lpFrom = len(outs[i]) - 1
 		}
 		if err := send(e); err != nil {
 			return err

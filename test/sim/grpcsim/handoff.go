@@ -24,8 +24,8 @@ var blockSeq atomic.Int64
 //   - SGLang/TokenSpeed decode with a room: claims it at bootstrap_host:bootstrap_port;
 //     INTERNAL within HandoffTimeout when the room never appears (a wrong room) or carries
 //     another prompt. Without a room it recomputes (counted).
-//   - TokenSpeed with DPSize > 1: a room whose residue room % DPSize is not DPRank is
-//     INVALID_ARGUMENT (the engine would place it on another rank).
+//   - TokenSpeed with DPSize > 1: a room whose residue room % DPSize is not the leg's rank
+//     (see checkDPRank) is INVALID_ARGUMENT (the engine would place it on another rank).
 //   - vLLM prefill with do_remote_decode: NIXL keeps blocks and returns engine-shaped
 //     kv_transfer_params; Mooncake keeps the KV under transfer_id and returns nothing.
 //   - vLLM decode with do_remote_prefill: pulls (NIXL) or fetches (Mooncake) the KV;
@@ -42,10 +42,15 @@ func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool) (handof
 		return local, nil
 	}
 	if s.cfg.Engine == EngineTokenSpeed && s.cfg.DPSize > 1 {
-		if r := int(req.room % int64(s.cfg.DPSize)); r != s.cfg.DPRank {
-			return local, status.Errorf(codes.InvalidArgument,
-				"bootstrap_room %d maps to dp rank %d (room %% dp_size %d), but this worker is rank %d", req.room, r, s.cfg.DPSize, s.cfg.DPRank)
+		want := s.cfg.DPRank
+		if req.dpRank != nil && s.cfg.Role == RolePrefill {
+			want = *req.dpRank
 		}
+		if r := int(req.room % int64(s.cfg.DPSize)); r != want {
+			return local, status.Errorf(codes.InvalidArgument,
+				"bootstrap_room %d maps to dp rank %d (room %% dp_size %d), but this leg is for rank %d", req.room, r, s.cfg.DPSize, want)
+		}
+		s.c.dpRanks[int(req.room%int64(s.cfg.DPSize))%maxDPSize].Add(1)
 	}
 	key := "room:" + strconv.FormatInt(req.room, 10)
 	switch s.cfg.Role {
@@ -107,7 +112,7 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 		if noKV {
 			return local, nil
 		}
-		payload := kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID(), MM: req.mm.mix()}
+		payload := kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.legEngineID(req), MM: req.mm.mix()}
 		switch s.cfg.transport() {
 		case "nixl":
 			// Engine-shaped params (engines.md §3.1): one block list per KV-cache group and
@@ -123,7 +128,7 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 			}
 			out, _ := json.Marshal(map[string]any{
 				"do_remote_prefill": true, "do_remote_decode": false,
-				"remote_block_ids": [][]int64{blocks}, "remote_engine_id": s.engineID(),
+				"remote_block_ids": [][]int64{blocks}, "remote_engine_id": s.legEngineID(req),
 				"remote_request_id": rid, "remote_host": s.cfg.Host, "remote_port": s.BootstrapPort(), "tp_size": 1,
 			})
 			js := string(out)

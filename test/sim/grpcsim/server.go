@@ -46,6 +46,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
+	sampled []Sampling                         // the sampling knobs of each Generate (capped)
 	cache   map[uint64]struct{}                // prompt digests computed here (prefix cache)
 }
 

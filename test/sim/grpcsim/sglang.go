@@ -30,6 +30,15 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 	if dp := r.GetDisaggregatedParams(); dp != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, dp.GetBootstrapHost(), int(dp.GetBootstrapPort()), int64(dp.GetBootstrapRoom())
 	}
+	req.logprobs, req.topLogprobs = r.GetReturnLogprob(), int(r.GetTopLogprobsNum())
+	req.promptLogprobs = r.GetReturnLogprob() && r.GetLogprobStartLen() >= 0
+	if sp := r.GetSamplingParams(); sp != nil {
+		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: ptr(sp.GetTemperature()), TopP: ptr(sp.GetTopP()),
+			TopK: ptr(sp.GetTopK()), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
+	}
+	if rank := int(r.GetDataParallelRank()); rank != 0 || x.s.cfg.DPSize > 1 {
+		req.dpRank = &rank
+	}
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &sglangpb.GenerateResponse{RequestId: r.GetRequestId()}
 		switch {
@@ -40,10 +49,13 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 			if ev.matchedToken != nil {
 				c.MatchedStop = &sglangpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
+			c.OutputLogprobs = sglangLogprobs(req, ev)
+			c.InputLogprobs = sglangInputLogprobs(req)
 			resp.Response = &sglangpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &sglangpb.GenerateResponse_Chunk{Chunk: &sglangpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				OutputLogprobs: sglangLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
 	})
@@ -65,7 +77,8 @@ func (x *sglangService) GetModelInfo(context.Context, *sglangpb.GetModelInfoRequ
 	c := x.s.cfg
 	return &sglangpb.GetModelInfoResponse{ModelPath: c.Model, TokenizerPath: c.TokenizerPath, IsGeneration: true,
 		ServedModelName: c.Model, MaxContextLength: int32(c.MaxModelLen), VocabSize: tokenBase + tokenRange,
-		ModelType: "sim", Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}}, nil
+		ModelType: "sim", Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2},
+		DefaultSamplingParamsJson: c.DefaultSamplingParams}, nil
 }
 
 // GetServerInfo reports the PD facts in server_args as SGLang's servicer does (grpc.md

@@ -25,7 +25,9 @@ func (s *Server) serveKV(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "key is required", http.StatusBadRequest)
 		return
 	}
-	if id := r.URL.Query().Get("engine_id"); (strings.HasPrefix(key, "mc:") || strings.HasPrefix(key, "nixl:")) && id != s.engineID() {
+	id := r.URL.Query().Get("engine_id")
+	needID := strings.HasPrefix(key, "mc:") || strings.HasPrefix(key, "nixl:")
+	if needID && s.cfg.DPSize <= 1 && id != s.engineID() {
 		http.Error(w, fmt.Sprintf("remote_engine_id %q is not this engine (%s)", id, s.engineID()), http.StatusConflict)
 		return
 	}
@@ -33,6 +35,10 @@ func (s *Server) serveKV(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	p, err := s.kv.take(ctx, key, !strings.HasPrefix(key, "nixl:"))
 	switch {
+	case err == nil && needID && s.cfg.DPSize > 1 && id != p.EngineID:
+		// DP > 1: every rank is its own KV engine "{engine_id}_dp{rank}".
+		s.c.unmatched.Add(1)
+		http.Error(w, fmt.Sprintf("remote_engine_id %q is not the engine of the prefill's rank (%s)", id, p.EngineID), http.StatusConflict)
 	case err == nil:
 		s.c.sent.Add(1)
 		w.Header().Set("Content-Type", "application/json")

@@ -37,6 +37,10 @@ type Stats struct {
 	AbortRPCs int64 `json:"abort_rpcs"`
 	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
 	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
+	// DPRankRequests counts, with DPSize > 1, the legs per DP rank they landed on (key: the
+	// rank in decimal): the data_parallel_rank pin on SGLang and vLLM, the room's residue
+	// on TokenSpeed.
+	DPRankRequests map[string]int64 `json:"dp_rank_requests,omitempty"`
 	// MM is what the instance received of multimodal input.
 	MM MMStats `json:"mm"`
 }
@@ -45,6 +49,7 @@ type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
 	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
 	lastAbort                                                           atomic.Int64
+	dpRanks                                                             [maxDPSize]atomic.Int64
 	mm                                                                  mmCounters
 }
 
@@ -55,7 +60,8 @@ func (c *counters) snapshot() Stats {
 		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
-		MM: c.mm.snapshot(),
+		DPRankRequests: c.dpSnapshot(),
+		MM:             c.mm.snapshot(),
 	}
 }
 
@@ -63,6 +69,9 @@ func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.sent, &c.received, &c.recomputed, &c.unmatched,
 		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort} {
 		a.Store(0)
+	}
+	for i := range c.dpRanks {
+		c.dpRanks[i].Store(0)
 	}
 	c.maxRunning.Store(c.running.Load())
 	c.mm.reset()

@@ -30,6 +30,15 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 	if kb := r.KvBootstrapInfo; kb != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, kb.GetBootstrapHost(), int(kb.GetBootstrapPort()), kb.GetBootstrapRoom()
 	}
+	req.logprobs, req.topLogprobs = r.GetReturnLogprob(), int(r.GetTopLogprobsNum())
+	if sp := r.GetSamplingParams(); sp != nil {
+		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: sp.TopP, TopK: sp.TopK,
+			MinP: sp.MinP, RepetitionPenalty: sp.RepetitionPenalty})
+	}
+	if r.DataParallelRank != nil {
+		rank := int(r.GetDataParallelRank())
+		req.dpRank = &rank
+	}
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &tokenspeedpb.GenerateResponse{RequestId: r.GetRequestId()}
 		switch {
@@ -40,10 +49,12 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 			if ev.matchedToken != nil {
 				c.MatchedStop = &tokenspeedpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
+			c.OutputLogprobs = tokenspeedLogprobs(req, ev)
 			resp.Response = &tokenspeedpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &tokenspeedpb.GenerateResponse_Chunk{Chunk: &tokenspeedpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				OutputLogprobs: tokenspeedLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
 	})
@@ -66,7 +77,8 @@ func (x *tokenspeedService) GetModelInfo(context.Context, *tokenspeedpb.GetModel
 	c := x.s.cfg
 	return &tokenspeedpb.GetModelInfoResponse{ModelPath: c.Model, TokenizerPath: c.TokenizerPath, ServedModelName: c.Model,
 		ModelType: "sim", Architectures: []string{"SimForCausalLM"}, MaxContextLength: int32(c.MaxModelLen),
-		MaxReqInputLen: int32(c.MaxModelLen), VocabSize: tokenBase + tokenRange, EosTokenIds: []int32{2}, ModelDtype: "bfloat16"}, nil
+		MaxReqInputLen: int32(c.MaxModelLen), VocabSize: tokenBase + tokenRange, EosTokenIds: []int32{2}, ModelDtype: "bfloat16",
+		DefaultSamplingParamsJson: c.DefaultSamplingParams}, nil
 }
 
 // GetServerInfo reports server_args as TokenSpeed's servicer does (grpc.md §1.2): the

@@ -32,6 +32,20 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 	}
 	req.kvParams = p
 	req.mm = vllmMMInput(r)
+	if sp := r.GetSamplingParams(); sp != nil && sp.Logprobs != nil {
+		req.logprobs, req.topLogprobs = true, int(sp.GetLogprobs())
+	}
+	if sp := r.GetSamplingParams(); sp != nil && sp.PromptLogprobs != nil {
+		req.promptLogprobs = true
+	}
+	if sp := r.GetSamplingParams(); sp != nil {
+		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: sp.Temperature, TopP: ptr(sp.GetTopP()),
+			TopK: ptr(int32(sp.GetTopK())), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
+	}
+	if r.DataParallelRank != nil {
+		rank := int(r.GetDataParallelRank())
+		req.dpRank = &rank
+	}
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &vllmpb.GenerateResponse{}
 		switch {
@@ -43,10 +57,13 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 			if ev.matchedToken != nil {
 				c.MatchedStop = &vllmpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
+			c.OutputLogprobs = vllmLogprobs(req, ev)
+			c.InputLogprobs = vllmInputLogprobs(req)
 			resp.Response = &vllmpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &vllmpb.GenerateResponse_Chunk{Chunk: &vllmpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index}}
+				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				OutputLogprobs: vllmLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
 	})
@@ -69,7 +86,7 @@ func (x *vllmService) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest)
 	return &vllmpb.GetModelInfoResponse{ModelPath: c.Model, IsGeneration: true, MaxContextLength: uint32(c.MaxModelLen),
 		VocabSize: tokenBase + tokenRange, ServedModelName: c.Model, TokenizerPath: c.TokenizerPath, ModelType: "sim",
 		Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}, MaxReqInputLen: int32(c.MaxModelLen),
-		SupportsVision: !c.LanguageModelOnly}, nil
+		SupportsVision: !c.LanguageModelOnly, DefaultSamplingParamsJson: c.DefaultSamplingParams}, nil
 }
 
 // GetServerInfo reports kv_connector/kv_role/kv_engine_id (MultiConnector reduced as SMG's

@@ -81,12 +81,30 @@ func (o *open) awaitPrefill() *legFault {
 		return nil
 	}
 	if o.pResult == nil {
-		r := <-o.pdone
-		o.pResult = &r
-		o.prefillLogprobs = r.logprobs
-		o.usage = r.usage
+		o.keepResult(<-o.pdone)
 	}
 	return o.pResult.fault
+}
+
+// prefillEnded reports, without waiting, whether the parallel prefill leg has reported on
+// o.pdone (keeping its result for awaitPrefill).
+func (o *open) prefillEnded() bool {
+	if o.pResult != nil {
+		return true
+	}
+	select {
+	case r := <-o.pdone:
+		o.keepResult(r)
+		return true
+	default:
+		return false
+	}
+}
+
+func (o *open) keepResult(r prefillResult) {
+	o.pResult = &r
+	o.prefillLogprobs = r.logprobs
+	o.usage = r.usage
 }
 
 // finish ends an attempt's legs. Once the response was committed and the decode ended,
@@ -106,6 +124,13 @@ func (d *Dispatcher) finish(o *open, committed bool) {
 	}
 	if o.detach != nil {
 		o.detach()
+	}
+	if o.prefillEnded() { // nothing left to drain: no goroutine, no deadline timer
+		if f := o.awaitPrefill(); f != nil {
+			d.recordFault(f)
+		}
+		o.cancel(nil)
+		return
 	}
 	go func() {
 		if dl, ok := o.reqCtx.Deadline(); ok { // the drain stays bounded by the request's deadline
@@ -359,7 +384,7 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 	if keep {
 		limit = d.cfg.MaxPayloadSize
 	}
-	buf, err := readPooled(io.LimitReader(resp.Body, limit), limit, contentLength(resp.Header))
+	buf, err := readPooled(resp.Body, limit, contentLength(resp.Header))
 	defer putBody(buf)
 	if err != nil {
 		return nil, nil, err

@@ -87,6 +87,7 @@ func (p *Plan) Decode(prefillResponse []byte) (body []byte, outcome Outcome) {
 // /generate "sampling_params" is not an object.
 func PrefillBody(req *Request, tag []byte) ([]byte, error) {
 	p := req.Body.Edit()
+	defer p.Release()
 	p.SetBool(wire.FieldStream, false)
 	p.Delete(wire.FieldStreamOptions)
 	p.ReplaceInt(wire.FieldN, 1)
@@ -119,6 +120,7 @@ func DecodeBody(req *Request, params []byte) []byte {
 		return req.Body.Bytes()
 	}
 	p := req.Body.Edit()
+	defer p.Release()
 	setParams(p, params)
 	return p.Bytes()
 }

@@ -124,6 +124,7 @@ func RewriteUsage(r Route, v []byte, u PromptUsage) (out []byte, changed bool) {
 		return v, false
 	}
 	p := top.Edit()
+	defer p.Release()
 	holder := p
 	if wrapped {
 		w, err := p.Nested(ps.wrap)

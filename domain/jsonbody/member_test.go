@@ -49,3 +49,43 @@ func TestMemberAllocatesNothing(t *testing.T) {
 		t.Fatalf("Member allocated %v times per call", n)
 	}
 }
+
+// TestPatchRelease checks that a released Patch (and its nested ones) leaves the bytes it
+// rendered intact, that the next Edit starts empty, and that a released Patch's memory is
+// reused: Edit, two edits, Bytes and Release cost only the rendered body.
+func TestPatchRelease(t *testing.T) {
+	o, err := jsonbody.Parse([]byte(`{"a":1,"s":{"n":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := o.Edit()
+	p.SetInt("a", 5)
+	sub, err := p.Nested("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.SetBool("x", true)
+	out := p.Bytes()
+	p.Release()
+	q := o.Edit()
+	q.SetString("b", "y")
+	if got, want := string(out), `{"a":5,"s":{"n":2,"x":true}}`; got != want {
+		t.Fatalf("rendered before Release: %s, want %s", got, want)
+	}
+	if got, want := string(q.Bytes()), `{"a":1,"s":{"n":2},"b":"y"}`; got != want {
+		t.Fatalf("next Edit: %s, want %s", got, want)
+	}
+	q.Release()
+	if raceEnabled {
+		return
+	}
+	n := testing.AllocsPerRun(100, func() {
+		p := o.Edit()
+		p.SetInt("a", 7).SetUint("room", 42)
+		_ = p.Bytes()
+		p.Release()
+	})
+	if n > 1 {
+		t.Fatalf("Edit+Bytes+Release allocated %v times, want 1 (the body)", n)
+	}
+}

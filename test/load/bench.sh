@@ -3,6 +3,7 @@
 #   1. the hot-path Go micro-benchmarks with -benchmem (body patching, room minting, pair
 #      selection with pairing, every policy, the dispatch handler and its SSE relay, one
 #      engine leg), bounded by -benchtime and -timeout;
+#   1b. BenchmarkDispatch alone (allocations per PD request), fed to the suite's overview;
 #   2. smg-bench suite: gateway vs direct client, alternating A/B phases, on SGLang and vLLM
 #      NIXL fleets of smg-sim engines (zero latency and realistic latency, non-streaming and
 #      streaming), then open SSE streams held through one gateway; every phase is bounded
@@ -24,6 +25,10 @@ $GO build -o "$BIN/smg-bench" ./cmd/smg-bench
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), open files $(ulimit -n)"
 
+allocs=$(mktemp)
+trap 'rm -f "$allocs"' EXIT
+echo "== allocations per PD request (app/dispatch BenchmarkDispatch, -benchmem; deterministic)"
+$GO test -run '^$' -bench '^BenchmarkDispatch$' -benchmem -benchtime 2000x -timeout 5m ./app/dispatch | tee "$allocs"
 if [[ "${BENCH_SKIP_MICRO:-}" != "1" ]]; then
 	echo "== micro-benchmarks"
 	$GO test -run '^$' -bench . -benchmem -benchtime 200ms -timeout 5m \
@@ -33,7 +38,7 @@ fi
 
 echo "== load comparison (smg-bench suite)"
 # shellcheck disable=SC2086
-"$BIN/smg-bench" suite --bin "$BIN" ${BENCH_ARGS:-}
+"$BIN/smg-bench" suite --bin "$BIN" --allocs "$allocs" ${BENCH_ARGS:-}
 echo "== gRPC PD: gateway vs direct gRPC client (in-process, SGLang, zero latency)"
 SMG_BENCH_GRPC=1 $GO test -run '^TestBenchGRPCGatewayVsDirect$' -count=1 -v -timeout 5m ./test/grpcfleet | grep -E 'pair|median|^(ok|FAIL|---)'
 echo "== bench.sh took $(( $(date +%s) - start ))s"

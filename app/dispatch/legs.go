@@ -39,8 +39,10 @@ type open struct {
 	reqCtx context.Context
 	detach func() bool
 	// pdone delivers the parallel prefill's result once; nil on the sequential path.
-	pdone   chan prefillResult
-	pResult *prefillResult
+	pdone chan prefillResult
+	// pResult is what pdone delivered, once pEnded.
+	pResult prefillResult
+	pEnded  bool
 	// prefillDone is set once the prefill's body ended well (always on the sequential path);
 	// decodeOut once the decode produced output (its first body byte when streaming, its
 	// head otherwise). Each leg reads the other's to decide whom a KV failure blames.
@@ -80,7 +82,7 @@ func (o *open) awaitPrefill() *legFault {
 	if o.pdone == nil {
 		return nil
 	}
-	if o.pResult == nil {
+	if !o.pEnded {
 		o.keepResult(<-o.pdone)
 	}
 	return o.pResult.fault
@@ -89,7 +91,7 @@ func (o *open) awaitPrefill() *legFault {
 // prefillEnded reports, without waiting, whether the parallel prefill leg has reported on
 // o.pdone (keeping its result for awaitPrefill).
 func (o *open) prefillEnded() bool {
-	if o.pResult != nil {
+	if o.pEnded {
 		return true
 	}
 	select {
@@ -102,7 +104,7 @@ func (o *open) prefillEnded() bool {
 }
 
 func (o *open) keepResult(r prefillResult) {
-	o.pResult = &r
+	o.pResult, o.pEnded = r, true
 	o.prefillLogprobs = r.logprobs
 	o.usage = r.usage
 }
@@ -176,15 +178,15 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
 	o.dtimer = d.decodeTimer(o)
-	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault {
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() {
 		f := d.prefillTimeoutFault(p, "sent no response head")
 		if !o.decodeHead.Load() && !o.decodeOut.Load() {
 			if lim := d.decodeLimit(o.stream); lim > 0 && lim <= d.cfg.PrefillTimeout {
-				return nil // an equal decode deadline is passing too: it speaks for the pair
+				return // an equal decode deadline is passing too: it speaks for the pair
 			}
 			f.ambiguous, f.peer = true, dc // the decode was silent too
 		}
-		return f
+		cancel(f)
 	})
 	go d.runPrefill(o, ptimer, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
 
@@ -222,16 +224,17 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 // ambiguous, and the retry loop finds out which (tries.settle).
 func (d *Dispatcher) decodeTimer(o *open) legTimer {
 	lim := d.decodeLimit(o.stream)
-	return startLegTimer(lim, o.cancel, func() *legFault {
+	return startLegTimer(lim, func() {
 		switch {
 		case o.prefillDone.Load():
-			return d.decodeTimeoutFault(o.decode, o.stream)
+			o.cancel(d.decodeTimeoutFault(o.decode, o.stream))
 		case o.decodeHead.Load():
-			return d.prefillTimeoutFault(o.prefill, "had not answered while the decode waited "+secsText(lim)+" for its output")
+			o.cancel(d.prefillTimeoutFault(o.prefill, "had not answered while the decode waited "+secsText(lim)+" for its output"))
+		default:
+			f := d.decodeTimeoutFault(o.decode, o.stream)
+			f.ambiguous, f.peer = true, o.prefill
+			o.cancel(f)
 		}
-		f := d.decodeTimeoutFault(o.decode, o.stream)
-		f.ambiguous, f.peer = true, o.prefill
-		return f
 	})
 }
 

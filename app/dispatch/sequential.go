@@ -118,7 +118,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 // the attempt instead.
 func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func([]byte) *legFault) (*bytes.Buffer, error) {
 	p := o.prefill
-	ptimer := startLegTimer(d.cfg.PrefillTimeout, o.cancel, func() *legFault { return d.prefillTimeoutFault(p, "did not answer") })
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() { o.cancel(d.prefillTimeoutFault(p, "did not answer")) })
 	defer ptimer.stop()
 	fault := func(fallback func() *legFault) error { return d.attemptError(o.reqCtx, o, fallback) }
 	resp, err := d.engine.Send(o.ctx, req)

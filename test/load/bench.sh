@@ -9,7 +9,10 @@
 #      streaming), then open SSE streams held through one gateway; every phase is bounded
 #      by a request count and a time limit, every target is 127.0.0.1.
 # Environment: GO (default go), BIN (default bin), BENCH_ARGS (extra `smg-bench suite`
-# flags, e.g. "--pairs 3 --only sglang"), BENCH_SKIP_MICRO=1 to skip step 1.
+# flags, e.g. "--pairs 3 --only sglang"), BENCH_SKIP_MICRO=1 to skip step 1,
+# BENCH_BASELINE_BIN (a directory with an older build's smg and smg-sim: its suite runs
+# first, for before/after figures from one run) and BENCH_BASELINE_ALLOCS (that build's
+# BenchmarkDispatch output).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
@@ -36,6 +39,13 @@ if [[ "${BENCH_SKIP_MICRO:-}" != "1" ]]; then
 		./adapters/engine/httpengine ./domain/text
 fi
 
+if [[ -n "${BENCH_BASELINE_BIN:-}" ]]; then
+	# Before/after in one run: the same suite against an older build's smg and smg-sim
+	# (BENCH_BASELINE_ALLOCS: that build's BenchmarkDispatch output, optional).
+	echo "== load comparison, baseline build in $BENCH_BASELINE_BIN"
+	# shellcheck disable=SC2086
+	"$BIN/smg-bench" suite --bin "$BENCH_BASELINE_BIN" ${BENCH_BASELINE_ALLOCS:+--allocs "$BENCH_BASELINE_ALLOCS"} ${BENCH_ARGS:-}
+fi
 echo "== load comparison (smg-bench suite)"
 # shellcheck disable=SC2086
 "$BIN/smg-bench" suite --bin "$BIN" --allocs "$allocs" ${BENCH_ARGS:-}

@@ -48,12 +48,17 @@ func TraceLegs(next ports.EngineClient, tp trace.TracerProvider) ports.EngineCli
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return &tracedEngine{next: next, tracer: tp.Tracer("github.com/smg-go/smg/legs")}
+	_, off := tp.(noop.TracerProvider)
+	return &tracedEngine{next: next, tracer: tp.Tracer("github.com/smg-go/smg/legs"), off: off}
 }
 
 type tracedEngine struct {
 	next   ports.EngineClient
 	tracer trace.Tracer
+	// off: tp is the no-op provider (tracing off). A leg whose context carries no span
+	// context then gets no span at all (a no-op span would record nothing and inject no
+	// trace context, but its start and attributes cost about six allocations per leg).
+	off bool
 }
 
 func (t *tracedEngine) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResponse, error) {
@@ -62,6 +67,15 @@ func (t *tracedEngine) Send(ctx context.Context, req ports.LegRequest) (*ports.L
 	if req.Worker != nil {
 		role = string(req.Worker.Role)
 		ri.SetLeg(role, req.Worker.ID, string(req.Worker.Runtime))
+	}
+	if t.off && !trace.SpanContextFromContext(ctx).IsValid() {
+		resp, err := t.next.Send(ctx, req)
+		decode := req.Worker != nil && req.Worker.Role == worker.RoleDecode
+		if err != nil || !decode || resp.Status >= 400 {
+			return resp, err // no span to end and no first token to time
+		}
+		resp.Body = &legBody{ReadCloser: resp.Body, ctx: ctx, ri: ri, decode: true}
+		return resp, nil
 	}
 	ctx, span := t.tracer.Start(ctx, role, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() && req.Worker != nil {
@@ -138,7 +152,7 @@ func has(o *jsonbody.Object, key string) bool { _, ok := o.Get(key); return ok }
 // legBody ends the leg span when the body is closed, and marks the first decode byte.
 type legBody struct {
 	io.ReadCloser
-	span   trace.Span
+	span   trace.Span // nil: untraced (tracing off), only the RequestInfo is kept
 	ctx    context.Context
 	ri     *ports.RequestInfo
 	sent   time.Time
@@ -156,12 +170,16 @@ func (b *legBody) Read(p []byte) (int, error) {
 	if n > 0 && !b.first {
 		b.first = true
 		now := time.Now()
-		b.span.SetAttributes(attribute.Float64(AttrFirstByteMS, ms(now.Sub(b.sent))))
+		if b.span != nil {
+			b.span.SetAttributes(attribute.Float64(AttrFirstByteMS, ms(now.Sub(b.sent))))
+		}
 		if b.decode && !b.failed {
 			if b.ri != nil && !b.ri.Start.IsZero() {
 				ttft := now.Sub(b.ri.Start)
 				b.ri.FirstToken(ttft)
-				b.span.SetAttributes(attribute.Float64(AttrTTFTMS, ms(ttft)))
+				if b.span != nil {
+					b.span.SetAttributes(attribute.Float64(AttrTTFTMS, ms(ttft)))
+				}
 			}
 		}
 	}
@@ -175,6 +193,9 @@ func (b *legBody) Read(p []byte) (int, error) {
 
 func (b *legBody) Close() error {
 	err := b.ReadCloser.Close()
+	if b.span == nil {
+		return err // untraced leg (tracing off): nothing to end
+	}
 	b.once.Do(func() {
 		switch {
 		case b.failed:

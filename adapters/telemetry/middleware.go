@@ -72,7 +72,9 @@ func NewMiddleware(log *slog.Logger, tp trace.TracerProvider, opts ...Option) fu
 			ri, _ := r.Context().Value(ctxKey{}).(*reqInfo)
 			span := trace.SpanFromContext(r.Context())
 			if ri != nil {
-				span.SetAttributes(attribute.String("smg.request_id", ri.id))
+				if span.IsRecording() { // a no-op span would drop it, after allocating its arguments
+					span.SetAttributes(attribute.String("smg.request_id", ri.id))
+				}
 				if sc := span.SpanContext(); sc.HasTraceID() {
 					ri.traceID = sc.TraceID().String()
 				}

@@ -27,7 +27,7 @@ func RecordRoute(mux http.Handler) http.Handler {
 		mux.ServeHTTP(w, r)
 		route := RoutePattern(r.Pattern)
 		ri.SetRoute(route)
-		if route != "" {
+		if route != "" && span.IsRecording() {
 			span.SetAttributes(attribute.String("http.route", route))
 		}
 	})

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -40,9 +41,28 @@ func readPooled(r io.Reader, limit, hint int64) (*bytes.Buffer, error) {
 	if hint > 0 && hint <= limit {
 		b.Grow(int(min(hint, maxPooledBody)) + bytes.MinRead)
 	}
-	_, err := b.ReadFrom(io.LimitReader(r, limit))
-	return b, err
+	for int64(b.Len()) < limit { // io.LimitReader's bound, without allocating one per read
+		if b.Available() < bytes.MinRead {
+			b.Grow(bytes.MinRead)
+		}
+		room := b.AvailableBuffer()[:min(int64(b.Available()), limit-int64(b.Len()))]
+		n, err := r.Read(room)
+		if n < 0 || n > len(room) {
+			return b, errNegativeRead
+		}
+		b.Write(room[:n]) // appends in place: room is b's own spare capacity
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
+
+// errNegativeRead reports a reader that returned an impossible count, as bytes.Buffer does.
+var errNegativeRead = errors.New("dispatch: reader returned an invalid count")
 
 // putBody returns a buffer from readPooled once nothing references its bytes.
 func putBody(b *bytes.Buffer) {

@@ -187,19 +187,16 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		if d.cfg.DisableRetries || attempts < 1 {
 			attempts = 1
 		}
-		bo := &backoff.ExponentialBackOff{
-			InitialInterval:     time.Duration(d.cfg.RetryInitialBackoffMS) * time.Millisecond,
-			RandomizationFactor: d.cfg.RetryJitterFactor,
-			Multiplier:          d.cfg.RetryBackoffMult,
-			MaxInterval:         time.Duration(d.cfg.RetryMaxBackoffMS) * time.Millisecond,
-		}
-		bo.Reset()
+		var bo *backoff.ExponentialBackOff // built for the first retry: most requests have none
 		var last error
 		tr := &tries{}
 		endpoint := endpointLabel(route)
 		exhausted := false
 		for i := 0; i < attempts; i++ {
 			if i > 0 {
+				if bo == nil {
+					bo = d.newBackOff()
+				}
 				delay := bo.NextBackOff()
 				if d.retries != nil {
 					d.retries.Retry(endpoint, i+1, delay)
@@ -244,6 +241,19 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 	})
 }
 
+// newBackOff is a request's retry backoff (--retry-initial-backoff-ms, --retry-jitter-factor,
+// --retry-backoff-multiplier, --retry-max-backoff-ms), reset to its first interval.
+func (d *Dispatcher) newBackOff() *backoff.ExponentialBackOff {
+	bo := &backoff.ExponentialBackOff{
+		InitialInterval:     time.Duration(d.cfg.RetryInitialBackoffMS) * time.Millisecond,
+		RandomizationFactor: d.cfg.RetryJitterFactor,
+		Multiplier:          d.cfg.RetryBackoffMult,
+		MaxInterval:         time.Duration(d.cfg.RetryMaxBackoffMS) * time.Millisecond,
+	}
+	bo.Reset()
+	return bo
+}
+
 // faulted records what an attempt's fault charges (tries.failed; the ledger waives a repeat
 // on a second worker of the leg) and reports whether the request may be retried.
 func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *policy.Request, attempt int) bool {
@@ -271,6 +281,9 @@ func isSelectionError(err error) bool {
 // avoidFailed makes a retry of preq prefer other workers than the one that caused a
 // retryable failure: the failing leg's worker, or both when the error names no leg.
 func avoidFailed(preq *policy.Request, err error, p, dc *worker.Live) {
+	if err == nil {
+		return
+	}
 	e, ok := errs.As(err)
 	if !ok || !e.Retryable {
 		return
@@ -341,7 +354,9 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	}
 	defer rel()
 	legs := handoff.BootstrapPatch(rq.Body, rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
-	d.log.DebugContext(ctx, "PD pair selected", "route", rq.Route.String(), "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "rooms", legs.Rooms)
+	if d.log.Enabled(ctx, slog.LevelDebug) { // the arguments alone cost four allocations
+		d.log.DebugContext(ctx, "PD pair selected", "route", rq.Route.String(), "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "rooms", legs.Rooms)
+	}
 	o, err := d.openParallel(ctx, rq, legs, p, dc, hdr)
 	if err != nil {
 		return false, err

@@ -84,17 +84,14 @@ func unresponsive(what string) error { return fmt.Errorf("%s: %w", what, errs.Er
 // A zero deadline never fires.
 type legTimer struct{ t *time.Timer }
 
-// startLegTimer arms the deadline; fault is called when it passes, and its result is the
-// cancellation cause (nil: nothing is cancelled).
-func startLegTimer(deadline time.Duration, cancel context.CancelCauseFunc, fault func() *legFault) legTimer {
+// startLegTimer arms the deadline; fire runs when it passes and cancels the attempt's legs
+// with the fault it builds (or nothing). fire is the timer's own callback: one closure and
+// one timer per leg deadline.
+func startLegTimer(deadline time.Duration, fire func()) legTimer {
 	if deadline <= 0 {
 		return legTimer{}
 	}
-	return legTimer{t: time.AfterFunc(deadline, func() {
-		if f := fault(); f != nil {
-			cancel(f)
-		}
-	})}
+	return legTimer{t: time.AfterFunc(deadline, fire)}
 }
 
 // stop disarms the deadline; it reports false when it had already passed.

@@ -14,14 +14,13 @@ import (
 func forwardHeaders(in http.Header, requestIDs []string) http.Header {
 	out := make(http.Header, 4)
 	for k, vs := range in {
-		lk := strings.ToLower(k)
-		switch lk {
-		case "authorization", "traceparent", "tracestate", "x-smg-routing-key":
+		if strings.EqualFold(k, "authorization") || strings.EqualFold(k, "traceparent") ||
+			strings.EqualFold(k, "tracestate") || strings.EqualFold(k, "x-smg-routing-key") {
 			out[k] = vs
 			continue
 		}
 		for _, h := range requestIDs {
-			if strings.EqualFold(h, lk) {
+			if strings.EqualFold(h, k) {
 				out[k] = vs
 				break
 			}

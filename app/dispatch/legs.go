@@ -39,8 +39,10 @@ type open struct {
 	reqCtx context.Context
 	detach func() bool
 	// pdone delivers the parallel prefill's result once; nil on the sequential path.
-	pdone   chan prefillResult
-	pResult *prefillResult
+	pdone chan prefillResult
+	// pResult is what pdone delivered, once pEnded.
+	pResult prefillResult
+	pEnded  bool
 	// prefillDone is set once the prefill's body ended well (always on the sequential path);
 	// decodeOut once the decode produced output (its first body byte when streaming, its
 	// head otherwise). Each leg reads the other's to decide whom a KV failure blames.
@@ -80,13 +82,31 @@ func (o *open) awaitPrefill() *legFault {
 	if o.pdone == nil {
 		return nil
 	}
-	if o.pResult == nil {
-		r := <-o.pdone
-		o.pResult = &r
-		o.prefillLogprobs = r.logprobs
-		o.usage = r.usage
+	if !o.pEnded {
+		o.keepResult(<-o.pdone)
 	}
 	return o.pResult.fault
+}
+
+// prefillEnded reports, without waiting, whether the parallel prefill leg has reported on
+// o.pdone (keeping its result for awaitPrefill).
+func (o *open) prefillEnded() bool {
+	if o.pEnded {
+		return true
+	}
+	select {
+	case r := <-o.pdone:
+		o.keepResult(r)
+		return true
+	default:
+		return false
+	}
+}
+
+func (o *open) keepResult(r prefillResult) {
+	o.pResult, o.pEnded = r, true
+	o.prefillLogprobs = r.logprobs
+	o.usage = r.usage
 }
 
 // finish ends an attempt's legs. Once the response was committed and the decode ended,
@@ -106,6 +126,13 @@ func (d *Dispatcher) finish(o *open, committed bool) {
 	}
 	if o.detach != nil {
 		o.detach()
+	}
+	if o.prefillEnded() { // nothing left to drain: no goroutine, no deadline timer
+		if f := o.awaitPrefill(); f != nil {
+			d.recordFault(f)
+		}
+		o.cancel(nil)
+		return
 	}
 	go func() {
 		if dl, ok := o.reqCtx.Deadline(); ok { // the drain stays bounded by the request's deadline
@@ -151,15 +178,15 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
 	o.dtimer = d.decodeTimer(o)
-	ptimer := startLegTimer(d.cfg.PrefillTimeout, cancel, func() *legFault {
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() {
 		f := d.prefillTimeoutFault(p, "sent no response head")
 		if !o.decodeHead.Load() && !o.decodeOut.Load() {
 			if lim := d.decodeLimit(o.stream); lim > 0 && lim <= d.cfg.PrefillTimeout {
-				return nil // an equal decode deadline is passing too: it speaks for the pair
+				return // an equal decode deadline is passing too: it speaks for the pair
 			}
 			f.ambiguous, f.peer = true, dc // the decode was silent too
 		}
-		return f
+		cancel(f)
 	})
 	go d.runPrefill(o, ptimer, ports.LegRequest{Worker: p, Path: path, Body: legs.Prefill, Header: hdr})
 
@@ -197,16 +224,17 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 // ambiguous, and the retry loop finds out which (tries.settle).
 func (d *Dispatcher) decodeTimer(o *open) legTimer {
 	lim := d.decodeLimit(o.stream)
-	return startLegTimer(lim, o.cancel, func() *legFault {
+	return startLegTimer(lim, func() {
 		switch {
 		case o.prefillDone.Load():
-			return d.decodeTimeoutFault(o.decode, o.stream)
+			o.cancel(d.decodeTimeoutFault(o.decode, o.stream))
 		case o.decodeHead.Load():
-			return d.prefillTimeoutFault(o.prefill, "had not answered while the decode waited "+secsText(lim)+" for its output")
+			o.cancel(d.prefillTimeoutFault(o.prefill, "had not answered while the decode waited "+secsText(lim)+" for its output"))
+		default:
+			f := d.decodeTimeoutFault(o.decode, o.stream)
+			f.ambiguous, f.peer = true, o.prefill
+			o.cancel(f)
 		}
-		f := d.decodeTimeoutFault(o.decode, o.stream)
-		f.ambiguous, f.peer = true, o.prefill
-		return f
 	})
 }
 
@@ -359,7 +387,7 @@ func (d *Dispatcher) readPrefillBody(resp *ports.LegResponse, route handoff.Rout
 	if keep {
 		limit = d.cfg.MaxPayloadSize
 	}
-	buf, err := readPooled(io.LimitReader(resp.Body, limit), limit, contentLength(resp.Header))
+	buf, err := readPooled(resp.Body, limit, contentLength(resp.Header))
 	defer putBody(buf)
 	if err != nil {
 		return nil, nil, err

@@ -108,7 +108,7 @@ func (d *Dispatcher) moriioConcurrent(w http.ResponseWriter, o *open, plan *hand
 	o.pdone = make(chan prefillResult, 1)
 	o.keep = true // hold the decode output until the handoff passed (no logprobs are merged)
 	path := o.route.Path()
-	ptimer := startLegTimer(d.cfg.PrefillTimeout, o.cancel, func() *legFault { return d.prefillTimeoutFault(p, "did not answer") })
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() { o.cancel(d.prefillTimeoutFault(p, "did not answer")) })
 	o.dtimer = d.decodeTimer(o)
 	go d.runMoRIIOPrefill(o, ptimer, plan, ports.LegRequest{Worker: p, Path: path, Body: plan.Prefill, Header: hdr})
 

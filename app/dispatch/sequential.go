@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -70,9 +71,11 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	case handoff.OutcomeRecompute:
 		d.log.WarnContext(ctx, "Mooncake prefill has no kv_engine_id; no prefill leg sent, decode recomputes the prompt", "prefill", p.DisplayURL())
 	}
-	d.log.DebugContext(ctx, "vLLM PD pair", "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "mode", plan.Mode,
-		"transfer_id", plan.TransferID, "outcome", outcome.String(),
-		"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
+	if d.log.Enabled(ctx, slog.LevelDebug) {
+		d.log.DebugContext(ctx, "vLLM PD pair", "prefill", p.DisplayURL(), "decode", dc.DisplayURL(), "mode", plan.Mode,
+			"transfer_id", plan.TransferID, "outcome", outcome.String(),
+			"params_relayed", outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted)
+	}
 
 	return d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: path, Body: decodeBody, Header: hdr})
 }
@@ -115,7 +118,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 // the attempt instead.
 func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func([]byte) *legFault) (*bytes.Buffer, error) {
 	p := o.prefill
-	ptimer := startLegTimer(d.cfg.PrefillTimeout, o.cancel, func() *legFault { return d.prefillTimeoutFault(p, "did not answer") })
+	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() { o.cancel(d.prefillTimeoutFault(p, "did not answer")) })
 	defer ptimer.stop()
 	fault := func(fallback func() *legFault) error { return d.attemptError(o.reqCtx, o, fallback) }
 	resp, err := d.engine.Send(o.ctx, req)

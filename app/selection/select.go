@@ -3,6 +3,7 @@ package selection
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
@@ -63,31 +64,32 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	}
 	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
-	i, relP := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
-	if relP == nil {
+	i, bP, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	if !ok {
 		return nil, nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
 	}
 	prefill = cands[i]
 
 	decodes := usableOf(groups[candGroup[i]].Decodes, req.Model)
 	if len(decodes) == 0 { // every compatible decode went away since the filter above
-		relP()
+		unhold(prefill, bP)
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
 	decodes, _ = preferOthers(decodes, nil, req.Avoid)
 	if pinned != nil && slices.Contains(decodes, pinned) {
 		decodes = []*worker.Live{pinned}
 	}
-	j, relD := s.pick(&s.decodeMu, s.decodePolicy, decodes, req)
-	if relD == nil {
-		relP()
+	j, bD, ok := s.pick(&s.decodeMu, s.decodePolicy, decodes, req)
+	if !ok {
+		unhold(prefill, bP)
 		return nil, nil, nil, policyFailed(s.decodePolicy, policy.LegDecode)
 	}
 	decode = decodes[j]
 
 	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
 	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
-	return prefill, decode, func() { relP(); relD() }, nil
+	h := &held{p: prefill, d: decode, bP: bP, bD: bD}
+	return prefill, decode, h.release, nil
 }
 
 // pinned returns the available decode named by req.PinDecode (serving req.Model and
@@ -119,41 +121,56 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 	if len(cands) == 0 {
 		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
-	i, rel := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
-	if rel == nil {
+	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	if !ok {
 		return nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
 	}
 	s.countSelection(policy.LegPrefill, cands[i], req.Model, s.prefillPolicy)
-	return cands[i], rel, nil
+	h := &held{p: cands[i], bP: b}
+	return cands[i], h.release, nil
 }
 
-// pick runs pol.Select and Acquire under mu. It returns a nil release when the policy picked
-// nothing (or an index out of range).
-func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request) (int, func()) {
+// pick runs pol.Select and holds the picked worker under mu, so the next pick sees its load.
+// ok is false when the policy picked nothing (or an index out of range). b is the metrics
+// the hold was mirrored in (smg_worker_requests_active{worker}), nil when none were set.
+func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request) (i int, b *metricsBox, ok bool) {
 	mu.Lock()
 	defer mu.Unlock()
-	i := pol.Select(cands, req)
+	i = pol.Select(cands, req)
 	if i < 0 || i >= len(cands) {
-		return -1, nil
+		return -1, nil, false
 	}
-	return i, s.acquire(cands[i])
+	w := cands[i]
+	w.Hold()
+	if b = s.metrics.Load(); b != nil {
+		b.m.AddActive(w.URL, 1)
+	}
+	return i, b, true
 }
 
-// acquire accounts one in-flight request on w (worker.Live.Acquire) and mirrors it in
-// smg_worker_requests_active{worker} when metrics are set. The returned release is idempotent.
-func (s *Selector) acquire(w *worker.Live) func() {
-	rel := w.Acquire()
-	b := s.metrics.Load()
-	if b == nil {
-		return rel
+// unhold undoes one pick's hold on w and its metrics mirror b.
+func unhold(w *worker.Live, b *metricsBox) {
+	w.Unhold()
+	if b != nil {
+		b.m.AddActive(w.URL, -1)
 	}
-	b.m.AddActive(w.URL, 1)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			rel()
-			b.m.AddActive(w.URL, -1)
-		})
+}
+
+// held is one selection's in-flight accounting, undone once by release (idempotent, safe
+// from any goroutine): one allocation per selection instead of a closure chain per leg.
+type held struct {
+	p, d   *worker.Live // d nil: a prefill-only selection
+	bP, bD *metricsBox
+	done   atomic.Bool
+}
+
+func (h *held) release() {
+	if !h.done.CompareAndSwap(false, true) {
+		return
+	}
+	unhold(h.p, h.bP)
+	if h.d != nil {
+		unhold(h.d, h.bD)
 	}
 }
 

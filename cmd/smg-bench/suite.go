@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"runtime"
 	"time"
@@ -14,7 +15,7 @@ import (
 func newSuite() *cobra.Command {
 	c := load.SuiteConfig{BinDir: "bin", Pairs: 5, Phase: 1500 * time.Millisecond, RealisticPhase: 2 * time.Second,
 		Warmup: 300 * time.Millisecond, PhaseRequests: 20000, Streams: -1, StreamsTimeout: 120 * time.Second}
-	var only string
+	var only, allocsFile string
 	cmd := &cobra.Command{
 		Use:   "suite",
 		Short: "Run every scenario of `make bench` and judge the issue #10 targets",
@@ -38,8 +39,21 @@ its memory per stream. It ends with the targets table.`,
 				runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(),
 				c.Pairs, c.Phase, c.RealisticPhase, c.PhaseRequests)
 			start := time.Now()
+			var allocs map[string]load.AllocFigure
+			if allocsFile != "" {
+				f, err := os.Open(allocsFile)
+				if err != nil {
+					return fmt.Errorf("--allocs: %w", err)
+				}
+				allocs, err = load.ParseDispatchAllocs(f)
+				_ = f.Close()
+				if err != nil {
+					return fmt.Errorf("--allocs: %w", err)
+				}
+			}
 			res, err := load.RunSuite(cmd.Context(), c)
 			load.WriteTargets(out, load.EvaluateTargets(res))
+			load.WriteOverview(out, res, allocs)
 			fmt.Fprintf(out, "\nsuite took %s\n", time.Since(start).Round(time.Second))
 			return err
 		},
@@ -51,6 +65,7 @@ its memory per stream. It ends with the targets table.`,
 	f.DurationVar(&c.RealisticPhase, "realistic-phase", c.RealisticPhase, "time limit of one realistic-latency phase")
 	f.DurationVar(&c.Warmup, "warmup", c.Warmup, "unrecorded warm-up per mode and scenario (time limit)")
 	f.IntVar(&c.PhaseRequests, "phase-requests", c.PhaseRequests, "request limit of one phase")
+	f.StringVar(&allocsFile, "allocs", "", "`go test -bench Dispatch -benchmem ./app/dispatch` output whose allocations per request the overview shows beside each scenario")
 	f.StringVar(&only, "only", "", "run only the scenarios whose name matches this regular expression")
 	f.IntVar(&c.Streams, "streams", c.Streams, "open SSE streams to hold (0 skips; -1: 10000 capped by the gateway's open-file limit)")
 	f.DurationVar(&c.StreamsTimeout, "streams-timeout", c.StreamsTimeout, "time limit of the open-streams run")

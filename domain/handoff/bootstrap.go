@@ -74,6 +74,7 @@ func BootstrapPatch(body *jsonbody.Object, batch int, t Target, mint func() uint
 		p.Set(wire.FieldBootstrapPort, ports)
 		p.Set(wire.FieldBootstrapRoom, roomList)
 	}
+	defer p.Release()
 	if t.PrefillDPRank == nil && t.DecodeDPRank == nil {
 		b := p.Bytes()
 		return Legs{Prefill: b, Decode: b, Rooms: rooms}

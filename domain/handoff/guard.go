@@ -107,16 +107,15 @@ func IsKVTransferFailure(msg string) bool {
 // (`{"error": {"message": …}}` or `{"error": "…"}`, as SGLang streams a failure after its
 // 200 head; engines.md §2.3), and whether the payload is one.
 func EngineErrorEvent(payload []byte) (string, bool) {
-	obj, err := jsonbody.Parse(payload)
-	if err != nil {
+	if !jsonbody.Valid(payload) {
 		return "", false
 	}
-	raw, ok := obj.Get("error")
+	raw, ok := jsonbody.Member(payload, "error") // false too when payload is not an object
 	if !ok {
 		return "", false
 	}
-	if inner, err := jsonbody.Parse(raw); err == nil {
-		if m, ok := inner.Get("message"); ok {
+	if jsonbody.KindOf(raw) == jsonbody.KindObject {
+		if m, ok := jsonbody.Member(raw, "message"); ok {
 			return unquote(m), true
 		}
 		return string(raw), true

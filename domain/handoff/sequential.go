@@ -87,6 +87,7 @@ func (p *Plan) Decode(prefillResponse []byte) (body []byte, outcome Outcome) {
 // /generate "sampling_params" is not an object.
 func PrefillBody(req *Request, tag []byte) ([]byte, error) {
 	p := req.Body.Edit()
+	defer p.Release()
 	p.SetBool(wire.FieldStream, false)
 	p.Delete(wire.FieldStreamOptions)
 	p.ReplaceInt(wire.FieldN, 1)
@@ -119,6 +120,7 @@ func DecodeBody(req *Request, params []byte) []byte {
 		return req.Body.Bytes()
 	}
 	p := req.Body.Edit()
+	defer p.Release()
 	setParams(p, params)
 	return p.Bytes()
 }
@@ -137,17 +139,24 @@ func setParams(p *jsonbody.Patch, params []byte) {
 // absent, null, not an object, or an empty object: decode could not use any of those, and
 // the connector's fallback (and its counter) must apply rather than a silent recompute.
 func HarvestParams(prefillResponse []byte) []byte {
-	o, err := jsonbody.Parse(prefillResponse)
-	if err != nil {
+	if !jsonbody.Valid(prefillResponse) {
 		return nil
 	}
-	raw, ok := o.Get(wire.FieldKVTransferParams)
-	if !ok || jsonbody.KindOf(raw) != jsonbody.KindObject {
-		return nil
-	}
-	inner, err := jsonbody.Parse(raw)
-	if err != nil || inner.Len() == 0 {
+	raw, ok := jsonbody.Member(prefillResponse, wire.FieldKVTransferParams)
+	if !ok || jsonbody.KindOf(raw) != jsonbody.KindObject || isEmptyObject(raw) {
 		return nil
 	}
 	return raw
+}
+
+// isEmptyObject reports whether raw, a validated JSON object, has no members.
+func isEmptyObject(raw []byte) bool {
+	for _, c := range raw[1:] {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '}'
+	}
+	return true
 }

@@ -75,6 +75,8 @@ func TestHarvestParams(t *testing.T) {
 		{"absent", `{"choices":[]}`, ``},
 		{"null", `{"kv_transfer_params":null}`, ``},
 		{"empty object", `{"kv_transfer_params":{}}`, ``},
+		{"empty object with whitespace", `{"kv_transfer_params":{ \n }}`, ``},
+		{"last duplicate wins", `{"kv_transfer_params":{"a":1},"kv_transfer_params":{}}`, ``},
 		{"not an object", `{"kv_transfer_params":"x"}`, ``},
 		{"unparsable body", `<html>`, ``},
 	}

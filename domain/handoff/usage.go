@@ -50,30 +50,22 @@ func pathsFor(r Route) (usagePaths, bool) {
 	return usagePaths{}, false
 }
 
-// usageObject finds the usage object of one complete JSON value (a body or an SSE event's
-// data), at the top level or inside the route's streaming wrapper.
-func usageObject(ps usagePaths, v []byte) (parent *jsonbody.Object, wrapped bool, usage *jsonbody.Object) {
-	o, err := jsonbody.Parse(v)
-	if err != nil {
-		return nil, false, nil
-	}
-	if raw, ok := o.Get(ps.obj); ok {
-		if u, err := jsonbody.Parse(raw); err == nil {
-			return o, false, u
-		}
+// usageIn finds the usage object of v, one complete JSON value that Parse or Valid
+// accepted (a body or an SSE event's data), at the top level or inside the route's
+// streaming wrapper. It reads the members in place (jsonbody.Member), so no index is built
+// for the nested objects.
+func usageIn(ps usagePaths, v []byte) (wrapped bool, usage []byte, ok bool) {
+	if raw, ok := jsonbody.Member(v, ps.obj); ok && jsonbody.KindOf(raw) == jsonbody.KindObject {
+		return false, raw, true
 	}
 	if ps.wrap != "" {
-		if raw, ok := o.Get(ps.wrap); ok {
-			if w, err := jsonbody.Parse(raw); err == nil {
-				if raw, ok := w.Get(ps.obj); ok {
-					if u, err := jsonbody.Parse(raw); err == nil {
-						return o, true, u
-					}
-				}
+		if w, ok := jsonbody.Member(v, ps.wrap); ok {
+			if raw, ok := jsonbody.Member(w, ps.obj); ok && jsonbody.KindOf(raw) == jsonbody.KindObject {
+				return true, raw, true
 			}
 		}
 	}
-	return nil, false, nil
+	return false, nil, false
 }
 
 // MayCarryUsage is a cheap pre-check: whether a JSON value can hold a usage object at all.
@@ -89,11 +81,14 @@ func PrefillUsage(r Route, v []byte) (u PromptUsage, ok bool) {
 	if !known || !MayCarryUsage(v) {
 		return u, false
 	}
-	_, _, uo := usageObject(ps, v)
-	if uo == nil {
+	if !jsonbody.Valid(v) {
 		return u, false
 	}
-	raw, has := uo.Get(ps.prompt)
+	_, uo, found := usageIn(ps, v)
+	if !found {
+		return u, false
+	}
+	raw, has := jsonbody.Member(uo, ps.prompt)
 	if !has {
 		return u, false
 	}
@@ -102,15 +97,10 @@ func PrefillUsage(r Route, v []byte) (u PromptUsage, ok bool) {
 	}
 	cachedIn := uo
 	if ps.details != "" {
-		cachedIn = nil
-		if raw, has := uo.Get(ps.details); has {
-			cachedIn, _ = jsonbody.Parse(raw)
-		}
+		cachedIn, _ = jsonbody.Member(uo, ps.details) // not an object: no cached count
 	}
-	if cachedIn != nil {
-		if raw, has := cachedIn.Get(ps.cached); has {
-			u.Cached, u.HasCached = jsonbody.Int(raw)
-		}
+	if raw, has := jsonbody.Member(cachedIn, ps.cached); has {
+		u.Cached, u.HasCached = jsonbody.Int(raw)
 	}
 	return u, true
 }
@@ -125,11 +115,16 @@ func RewriteUsage(r Route, v []byte, u PromptUsage) (out []byte, changed bool) {
 	if !known || !MayCarryUsage(v) {
 		return v, false
 	}
-	top, wrapped, uo := usageObject(ps, v)
-	if uo == nil || !uo.Has(ps.prompt) {
+	top, err := jsonbody.Parse(v)
+	if err != nil {
+		return v, false
+	}
+	wrapped, uo, found := usageIn(ps, v)
+	if !found || !has(uo, ps.prompt) {
 		return v, false
 	}
 	p := top.Edit()
+	defer p.Release()
 	holder := p
 	if wrapped {
 		w, err := p.Nested(ps.wrap)
@@ -143,10 +138,10 @@ func RewriteUsage(r Route, v []byte, u PromptUsage) (out []byte, changed bool) {
 		return v, false
 	}
 	up.SetInt(ps.prompt, u.Prompt)
-	if ps.total != "" && uo.Has(ps.total) {
+	if ps.total != "" && has(uo, ps.total) {
 		total := u.Prompt
 		for _, k := range ps.completionKeys {
-			if raw, ok := uo.Get(k); ok {
+			if raw, ok := jsonbody.Member(uo, k); ok {
 				n, _ := jsonbody.Int(raw)
 				total += n
 			}
@@ -171,14 +166,23 @@ func NeedsPrefillUsage(r Route, v []byte) bool {
 	if !known || !MayCarryUsage(v) {
 		return false
 	}
-	_, _, uo := usageObject(ps, v)
-	if uo == nil || !uo.Has(ps.prompt) {
+	if !jsonbody.Valid(v) {
+		return false
+	}
+	_, uo, found := usageIn(ps, v)
+	if !found || !has(uo, ps.prompt) {
 		return false
 	}
 	if ps.details != "" {
-		return uo.Has(ps.details)
+		return has(uo, ps.details)
 	}
-	return uo.Has(ps.cached)
+	return has(uo, ps.cached)
+}
+
+// has reports whether the validated object obj has a member key.
+func has(obj []byte, key string) bool {
+	_, ok := jsonbody.Member(obj, key)
+	return ok
 }
 
 // EachDataLine calls fn with the payload of every `data:` line of span (complete lines, as

@@ -64,6 +64,9 @@ func FuzzParse(f *testing.F) {
 			if !reflect.DeepEqual(got, want[k]) {
 				t.Fatalf("Get(%q)=%v, encoding/json %v", k, got, want[k])
 			}
+			if m, ok := jsonbody.Member(data, k); !ok || string(m) != string(raw) {
+				t.Fatalf("Member(%q)=%q %v, Get %q", k, m, ok, raw)
+			}
 		}
 		if len(want) > len(keys) {
 			t.Fatalf("keys %v, encoding/json has %d", keys, len(want))

@@ -65,14 +65,21 @@ func (l *Live) Load() int64 { return l.load.Load() }
 // Acquire adds one in-flight request and returns a release func that is safe to call more
 // than once (only the first call counts).
 func (l *Live) Acquire() (release func()) {
-	l.load.Add(1)
+	l.Hold()
 	var done atomic.Bool
 	return func() {
 		if done.CompareAndSwap(false, true) {
-			l.load.Add(-1)
+			l.Unhold()
 		}
 	}
 }
+
+// Hold adds one in-flight request without building a release func; the caller pairs it
+// with exactly one Unhold (Acquire is the idempotent form).
+func (l *Live) Hold() { l.load.Add(1) }
+
+// Unhold removes one in-flight request added by Hold.
+func (l *Live) Unhold() { l.load.Add(-1) }
 
 // EngineID is the worker's live KV engine id: the last one re-read from the engine
 // (SetEngineID), else the registered Worker.KVEngineID. Mooncake handoffs are minted with

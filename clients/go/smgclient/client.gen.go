@@ -1302,6 +1302,15 @@ type WorkerInfo struct {
 	// Cost Stored and displayed, not used for routing.
 	Cost float64 `json:"cost"`
 
+	// DpBaseUrl For a --dp-aware rank: the registered URL without the @rank suffix (credentials redacted).
+	DpBaseUrl *string `json:"dp_base_url,omitempty"`
+
+	// DpRank For a --dp-aware rank: its data-parallel rank (url is {dp_base_url}@{dp_rank}).
+	DpRank *int64 `json:"dp_rank,omitempty"`
+
+	// DpSize For a --dp-aware rank: the data-parallel size the worker reported.
+	DpSize *int64 `json:"dp_size,omitempty"`
+
 	// Id Gateway-assigned UUID.
 	Id openapi_types.UUID `json:"id"`
 

@@ -1106,6 +1106,18 @@ export interface components {
              * @description Stored and displayed, not used for routing.
              */
             cost: number;
+            /** @description For a --dp-aware rank: the registered URL without the @rank suffix (credentials redacted). */
+            dp_base_url?: string;
+            /**
+             * Format: int64
+             * @description For a --dp-aware rank: its data-parallel rank (url is {dp_base_url}@{dp_rank}).
+             */
+            dp_rank?: number;
+            /**
+             * Format: int64
+             * @description For a --dp-aware rank: the data-parallel size the worker reported.
+             */
+            dp_size?: number;
             /**
              * Format: uuid
              * @description Gateway-assigned UUID.

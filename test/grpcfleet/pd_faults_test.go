@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
@@ -88,7 +90,8 @@ func TestGRPCRetryReselectsPrefill(t *testing.T) {
 		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
 	cfg.Decode = []string{s[2].URL()}
 	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
-	g := fleet.StartGateway(t, cfg)
+	m, _ := qwen3(t) // preloaded: parsing the tokenizer under -race took over the request timeout
+	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
 	g.WaitWorkers(t, 3)
 	for i := 0; i < 2; i++ { // round robin: one of the two starts on the failing prefill
 		r := g.Post(t, "/generate", map[string]any{"text": "retry me " + string(rune('a'+i)), "sampling_params": map[string]any{"max_new_tokens": 2}}, nil)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,9 @@ func TestSGLangGRPCChatCompletion(t *testing.T) {
 	t.Parallel()
 	// The gateway loads the tokenizer itself, from the workers' tokenizer_path label.
 	g, p, d := pdFleetLoading(t, grpcsim.EngineSGLang, nil, nil)
+	// The first request parses Qwen3's 11 MB tokenizer.json: tens of CPU seconds under -race
+	// while the package's other tests run in parallel on two cores.
+	g.Client.Timeout = 4 * time.Minute
 	const q = "What is the capital of France?"
 	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 12,
 		"messages": []map[string]string{{"role": "user", "content": q}}}, nil)

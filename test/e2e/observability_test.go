@@ -133,7 +133,10 @@ func TestPDRequestIsMeasuredTracedAndLogged(t *testing.T) {
 	require.True(t, strings.HasPrefix(reqID, "chatcmpl-"), "minted id %q", reqID)
 
 	// Both engines received the gateway's request id.
+	// Nothing waits for the prefill before the decode's answer is relayed, so under load its
+	// request may reach the recorder after the client has the whole response.
 	for name, rec := range map[string]*fleet.Recorder{"prefill": o.prefill, "decode": o.decode} {
+		require.Eventually(t, func() bool { return len(rec.Requests()) >= 1 }, 5*time.Second, 10*time.Millisecond, name)
 		reqs := rec.Requests()
 		require.Len(t, reqs, 1, name)
 		assert.Equal(t, reqID, reqs[0].Header.Get(wire.HeaderRequestID), name)

@@ -56,9 +56,6 @@ type GRPCLeg struct {
 	KVTransferJSON string
 	KVHost         string
 	KVPort         int
-	// MediaItems are the prompt's prepared media items (TokenSpeed mm_inputs), in prompt
-	// order; nil for a text-only leg.
-	MediaItems []GRPCMediaItem
 	// EncodeItems are the EPD rendezvous of a prefill leg, one per media item (TokenSpeed
 	// encode_bootstrap_info); nil outside EPD.
 	EncodeItems []GRPCEncodeItem

@@ -153,7 +153,7 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 	if r := leg.Rendezvous; r != nil {
 		req.KvBootstrapInfo = &tokenspeedpb.KvBootstrapInfo{BootstrapHost: r.Host, BootstrapPort: int32(r.Port), BootstrapRoom: r.Room}
 	}
-	tokenspeedMedia(req, leg)
+	req.EncodeBootstrapInfo = tokenspeedEncodeInfo(leg.EncodeItems)
 	return req
 }
 

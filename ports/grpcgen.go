@@ -56,6 +56,8 @@ type GRPCLeg struct {
 	KVTransferJSON string
 	KVHost         string
 	KVPort         int
+	// MM is the leg's multimodal input; nil = text only.
+	MM *GRPCMultimodal
 	// EncodeItems are the EPD rendezvous of a prefill leg, one per media item (TokenSpeed
 	// encode_bootstrap_info); nil outside EPD.
 	EncodeItems []GRPCEncodeItem
@@ -76,6 +78,8 @@ type GRPCEvent struct {
 	// KVTransferJSON is what a vLLM prefill returns for the decode (kv_transfer_params_json,
 	// else the typed params rendered as JSON); "" = nothing.
 	KVTransferJSON string
+	// MediaIdentity is a vLLM prefill's media_identity (worker-side media); nil = none.
+	MediaIdentity *GRPCMediaIdentity
 }
 
 // GRPCStream is an open Generate RPC. Recv returns io.EOF after the last message and a gRPC

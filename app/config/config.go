@@ -64,7 +64,11 @@ type Config struct {
 
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
-	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	// MMProcessing is where media of gRPC requests is prepared (--mm-processing):
+	// "gateway" (default: fetch, resize, patch and expand placeholders here) or "worker"
+	// (the engine takes the media references; seed "Multimodal Requests", "EPD").
+	MMProcessing string
+	RedisURL     string // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
 	// RedisKeyPrefix starts every Redis key and channel of the shared state
 	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
 	// with different prefixes; replicas of one deployment must use the same.
@@ -180,6 +184,7 @@ func Default() Config {
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
 		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,
+		MMProcessing:               MMProcessingGateway,
 		RetryMaxRetries:            5,
 		RetryInitialBackoffMS:      50,
 		RetryMaxBackoffMS:          30000,

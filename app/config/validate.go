@@ -214,6 +214,9 @@ func (c Config) validatePolicies() error {
 	if c.PDAdmissionWait < 0 {
 		return bad("--pd-admission-wait-secs", "must be 0 or more seconds (got %s)", secs(c.PDAdmissionWait))
 	}
+	if c.MMProcessing != MMProcessingGateway && c.MMProcessing != MMProcessingWorker {
+		return bad("--mm-processing", "unknown mode %q (expected gateway or worker)", c.MMProcessing)
+	}
 	return nil
 }
 

@@ -105,6 +105,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			`invalid value for --pd-pairing-mode: unknown mode "loose" (expected off, lenient or strict)`},
 		{"negative admission wait", func(c *config.Config) { c.PDAdmissionWait = -time.Second },
 			"invalid value for --pd-admission-wait-secs: must be 0 or more seconds (got -1s)"},
+		{"unknown mm processing", func(c *config.Config) { c.MMProcessing = "engine" },
+			`invalid value for --mm-processing: unknown mode "engine" (expected gateway or worker)`},
 		{"cache threshold above 1", func(c *config.Config) { c.CacheThreshold = 1.5 },
 			"invalid value for --cache-threshold: must be between 0 and 1 (got 1.5)"},
 		{"zero retries", func(c *config.Config) { c.RetryMaxRetries = 0 },

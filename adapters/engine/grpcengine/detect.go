@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -165,6 +166,8 @@ func (p *Pool) modelInfo(ctx context.Context, w worker.Worker, rt worker.Runtime
 			return err
 		}
 		served, path, tokenizer, maxCtx = r.GetServedModelName(), r.GetModelPath(), r.GetTokenizerPath(), int64(r.GetMaxContextLength())
+		// supports_vision=false marks a --language-model-only decode pool (grpc.md §1.11).
+		info.Labels[LabelSupportsVision] = strconv.FormatBool(r.GetSupportsVision())
 	}
 	setLabel(info.Labels, "served_model_name", served)
 	setLabel(info.Labels, "model_path", path)

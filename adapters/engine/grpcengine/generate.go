@@ -112,6 +112,7 @@ func sglangRequest(leg ports.GRPCLeg) *sglangpb.GenerateRequest {
 	if leg.DPRank != nil {
 		req.DataParallelRank = int32(*leg.DPRank)
 	}
+	req.MmInputs = sglangMM(leg.MM)
 	return req
 }
 
@@ -153,6 +154,7 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 	if r := leg.Rendezvous; r != nil {
 		req.KvBootstrapInfo = &tokenspeedpb.KvBootstrapInfo{BootstrapHost: r.Host, BootstrapPort: int32(r.Port), BootstrapRoom: r.Room}
 	}
+	req.MmInputs = tokenspeedMM(leg.MM)
 	req.EncodeBootstrapInfo = tokenspeedEncodeInfo(leg.EncodeItems)
 	return req
 }
@@ -204,6 +206,7 @@ func vllmRequest(leg ports.GRPCLeg) *vllmpb.GenerateRequest {
 		r := int32(*leg.DPRank)
 		req.DataParallelRank = &r
 	}
+	vllmMM(req, leg.MM)
 	return req
 }
 
@@ -226,6 +229,7 @@ func vllmEvent(m *vllmpb.GenerateResponse) ports.GRPCEvent {
 			b, _ := json.Marshal(map[string]any{"remote_host": c.GetKvTransferParams().GetRemoteHost(), "remote_port": c.GetKvTransferParams().GetRemotePort()})
 			ev.KVTransferJSON = string(b)
 		}
+		ev.MediaIdentity = vllmIdentity(c.GetMediaIdentity())
 		return ev
 	}
 	c := m.GetChunk()

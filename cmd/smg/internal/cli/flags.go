@@ -73,6 +73,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("pd-pairing-mode")
 	fs.Var(&secsValue{d: &cfg.PDAdmissionWait}, "pd-admission-wait-secs", "how long a dispatch waits for a free slot in the decode worker's running window (max_running_requests) before it is shed with 503 (0 sheds at once)")
 	add("pd-admission-wait-secs")
+	fs.StringVar(&cfg.MMProcessing, "mm-processing", cfg.MMProcessing, "where gRPC requests' media is prepared: gateway (fetch, resize, patch, expand placeholders) or worker (the engine takes the media references)")
+	add("mm-processing")
 
 	group = groupWorkers
 	fs.StringArrayVar(&cfg.WorkerURLs, "worker-urls", cfg.WorkerURLs, "regular (non-PD) worker `url`; repeat per worker")

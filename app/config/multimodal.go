@@ -1,0 +1,7 @@
+package config
+
+// --mm-processing modes.
+const (
+	MMProcessingGateway = "gateway"
+	MMProcessingWorker  = "worker"
+)

@@ -30,6 +30,10 @@ type genRequest struct {
 
 	// vLLM kv_transfer_params (from the JSON field or the legacy typed one); nil = none.
 	kvParams map[string]any
+
+	// TokenSpeed mm_inputs items and the EPD encode_bootstrap_info entries.
+	media  []mediaItem
+	encode []encodeRef
 }
 
 // event is one message of the response stream in engine-neutral form.
@@ -55,6 +59,8 @@ type handoffResult struct {
 	cached       int
 	kvParamsJSON *string
 	pdPrefill    bool
+	// media is the fold of the prompt's item embeddings (MediaDigest); 0 = text only.
+	media uint64
 }
 
 // generate runs one Generate RPC: counters, faults, validation, the handoff for the role,
@@ -128,7 +134,11 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		return send(event{malformed: true})
 	}
 
-	h, err := s.handoff(ctx, req, noKV)
+	media, err := s.embeddings(ctx, req)
+	if err != nil {
+		return err
+	}
+	h, err := s.handoff(ctx, req, noKV, media)
 	if err != nil {
 		return err
 	}
@@ -157,7 +167,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 	samples := max(req.n, 1)
 	toks := make([][]uint32, samples)
 	for i := range toks {
-		toks[i] = SampleTokens(req.ids, h.source == 'k', i, n)
+		toks[i] = mediaSampleTokens(req.ids, h.media, h.source == 'k', i, n)
 	}
 	outs := make([][]uint32, samples)
 	finish := make([]string, samples)

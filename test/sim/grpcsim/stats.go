@@ -37,6 +37,10 @@ type Stats struct {
 	AbortRPCs int64 `json:"abort_rpcs"`
 	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
 	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
+	// Media is what the instance saw of multimodal items (EPD): items and items with
+	// pixels on Generate, encode rendezvous received, the content hashes an encode worker
+	// encoded (with the EncodeRequest ids) and those whose embeddings a prefill received.
+	Media MediaLog `json:"media"`
 }
 
 type counters struct {

@@ -1,0 +1,259 @@
+package grpcsim
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"hash/fnv"
+	"net"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
+	tokenspeedencoderpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeedencoder"
+)
+
+// EPD in the simulator (grpc.md §1.13; seed "EPD"):
+//
+//   - An encode instance (role encode) takes each EncodeRequest's single item, "encodes" it
+//     to Embedding(content_hash, pixels) and keeps the embedding on its bootstrap port
+//     under "embed:<room>" until a prefill takes it (or HandoffTimeout passes: unmatched).
+//     An item without pixels, or not exactly one item and one room, is INVALID_ARGUMENT.
+//   - A prefill with encode_bootstrap_info takes every item's embedding from
+//     bootstrap_host:bootstrap_port by room (long-polled; DEADLINE_EXCEEDED after
+//     HandoffTimeout) and checks it is the item's content; an item without an encode
+//     rendezvous is encoded locally from its pixels (INVALID_ARGUMENT when it has none).
+//   - The prompt's media digest (MediaDigest over the item embeddings, in item order) goes
+//     with the KV to the decode, and every generated token depends on it, so the output
+//     tells which media reached the prefill, in which order.
+
+// mediaItem is one TokenSpeed MultimodalItem as the simulator reads it.
+type mediaItem struct {
+	hash   []byte
+	pixels []byte // encoder_input inline bytes; nil = none
+}
+
+// encodeRef is one encode_bootstrap_info entry.
+type encodeRef struct {
+	index int
+	host  string
+	port  int
+	room  int64
+}
+
+func tokenspeedMedia(r *tokenspeedpb.GenerateRequest) ([]mediaItem, []encodeRef) {
+	var media []mediaItem
+	for _, it := range r.GetMmInputs().GetItems() {
+		m := mediaItem{hash: it.GetContentHash()}
+		if in := it.GetEncoderInput(); in != nil {
+			m.pixels = in.GetInline()
+			if m.pixels == nil {
+				m.pixels = []byte{}
+			}
+		}
+		media = append(media, m)
+	}
+	var refs []encodeRef
+	for _, e := range r.GetEncodeBootstrapInfo().GetItems() {
+		refs = append(refs, encodeRef{index: int(e.GetItemIndex()), host: e.GetBootstrapHost(), port: int(e.GetBootstrapPort()), room: e.GetBootstrapRoom()})
+	}
+	return media, refs
+}
+
+// Embedding is the simulated vision tower: a digest of an item's content hash and pixel
+// bytes (FNV-1a 64).
+func Embedding(contentHash, pixels []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(contentHash)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(pixels)
+	return h.Sum64()
+}
+
+// MediaDigest folds a prompt's item embeddings, in item order, into the value generated
+// tokens depend on; 0 for no items.
+func MediaDigest(embeddings []uint64) uint64 {
+	if len(embeddings) == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	var b [8]byte
+	for _, e := range embeddings {
+		binary.LittleEndian.PutUint64(b[:], e)
+		_, _ = h.Write(b[:])
+	}
+	return h.Sum64() | 1 // never 0
+}
+
+// MediaTokens are the n ids a decode generates after a handoff for prompt ids whose media
+// digest is media (HandoffTokens when media is 0).
+func MediaTokens(ids []uint32, media uint64, n int) []uint32 {
+	return mediaSampleTokens(ids, media, true, 0, n)
+}
+
+func mediaSampleTokens(ids []uint32, media uint64, handoff bool, i, n int) []uint32 {
+	if media == 0 {
+		return SampleTokens(ids, handoff, i, n)
+	}
+	source := byte('r')
+	if handoff {
+		source = 'k'
+	}
+	return tokensFrom((Digest(ids)^media)+uint64(i)*0x632be59bd9b4e019, source, n)
+}
+
+// embeddings is the media step of a Generate: a prefill (or a decode without a room)
+// gathers every item's embedding, from the encode workers where the request names a
+// rendezvous, else from the item's own pixels. It returns MediaDigest of them.
+func (s *Server) embeddings(ctx context.Context, req genRequest) (uint64, error) {
+	s.recordMedia(req.media, req.encode)
+	if len(req.media) == 0 && len(req.encode) == 0 {
+		return 0, nil
+	}
+	if s.cfg.Role == RoleDecode && req.hasRoom {
+		return 0, nil // the media digest arrives with the KV
+	}
+	refs := map[int]encodeRef{}
+	for _, e := range req.encode {
+		if e.index < 0 || e.index >= len(req.media) {
+			return 0, status.Errorf(codes.InvalidArgument, "encode_bootstrap_info item_index %d out of range (%d mm items)", e.index, len(req.media))
+		}
+		if _, dup := refs[e.index]; dup {
+			return 0, status.Errorf(codes.InvalidArgument, "encode_bootstrap_info names item %d twice", e.index)
+		}
+		refs[e.index] = e
+	}
+	out := make([]uint64, len(req.media))
+	for i, it := range req.media {
+		e, ok := refs[i]
+		if !ok {
+			if it.pixels == nil {
+				return 0, status.Errorf(codes.InvalidArgument, "mm item %d has no encoder_input and no encode rendezvous", i)
+			}
+			out[i] = Embedding(it.hash, it.pixels)
+			continue
+		}
+		emb, err := s.receiveEmbedding(ctx, e, it)
+		if err != nil {
+			return 0, err
+		}
+		out[i] = emb
+	}
+	return MediaDigest(out), nil
+}
+
+// receiveEmbedding takes item it's embedding from the encode worker e names.
+func (s *Server) receiveEmbedding(ctx context.Context, e encodeRef, it mediaItem) (uint64, error) {
+	base := "http://" + net.JoinHostPort(strings.Trim(e.host, "[]"), strconv.Itoa(e.port))
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.HandoffTimeout)
+	defer cancel()
+	p, err := s.fetchKV(fctx, base, embedKey(e.room), "")
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, s.cancelled(ctx)
+		}
+		s.c.unmatched.Add(1)
+		return 0, status.Errorf(codes.DeadlineExceeded, "embedding receive timed out: item %d, room %d at %s: %v", e.index, e.room, base, err)
+	}
+	if p.Hash != hex.EncodeToString(it.hash) {
+		return 0, status.Errorf(codes.Internal, "embedding for item %d (room %d) is of content %s, the item is %s", e.index, e.room, p.Hash, hex.EncodeToString(it.hash))
+	}
+	s.c.received.Add(1)
+	s.recordEmbedding(p.Hash)
+	return p.Digest, nil
+}
+
+func embedKey(room int64) string { return "embed:" + strconv.FormatInt(room, 10) }
+
+// encoderService is a TokenSpeed encode worker (TokenSpeedEncoder.Encode).
+type encoderService struct {
+	tokenspeedencoderpb.UnimplementedTokenSpeedEncoderServer
+	s *Server
+}
+
+// Encode validates the job, keeps the item's embedding for the prefill under its room and
+// answers accepted=true (the transfer happens when the prefill asks).
+func (x *encoderService) Encode(ctx context.Context, r *tokenspeedencoderpb.EncodeRequest) (*tokenspeedencoderpb.EncodeResponse, error) {
+	s := x.s
+	s.c.requests.Add(1)
+	items, rooms := r.GetMmInputs().GetItems(), r.GetItems()
+	if len(items) != 1 || len(rooms) != 1 {
+		s.c.errors.Add(1)
+		return nil, status.Errorf(codes.InvalidArgument, "an EncodeRequest carries one item and one room (got %d items, %d rooms)", len(items), len(rooms))
+	}
+	in := items[0].GetEncoderInput()
+	if in == nil || len(in.GetInline()) == 0 {
+		s.c.errors.Add(1)
+		return nil, status.Error(codes.InvalidArgument, "mm item has no encoder_input to encode")
+	}
+	if !strings.HasPrefix(r.GetRequestId(), "encode-") {
+		s.c.errors.Add(1)
+		return nil, status.Errorf(codes.InvalidArgument, "request_id %q is not encode-<id>", r.GetRequestId())
+	}
+	hash := hex.EncodeToString(items[0].GetContentHash())
+	if err := s.keep(embedKey(rooms[0].GetBootstrapRoom()), kvPayload{Digest: Embedding(items[0].GetContentHash(), in.GetInline()), Hash: hash, EngineID: s.engineID()}); err != nil {
+		s.c.errors.Add(1)
+		return nil, err
+	}
+	s.recordEncoded(hash, r.GetRequestId())
+	return &tokenspeedencoderpb.EncodeResponse{Accepted: true}, nil
+}
+
+// MediaLog is what an instance saw of media, as /sim/stats shows it (the last
+// mediaLogCap entries of each list).
+type MediaLog struct {
+	MMItems         int64    `json:"mm_items"`
+	MMPixelItems    int64    `json:"mm_pixel_items"`
+	EncodeRefs      int64    `json:"encode_refs"`
+	EncodedHashes   []string `json:"encoded_hashes,omitempty"`
+	EncodeIDs       []string `json:"encode_request_ids,omitempty"`
+	EmbeddingHashes []string `json:"embedding_hashes,omitempty"`
+}
+
+const mediaLogCap = 64
+
+func push(l []string, v string) []string {
+	l = append(l, v)
+	if len(l) > mediaLogCap {
+		l = l[len(l)-mediaLogCap:]
+	}
+	return l
+}
+
+func (s *Server) recordMedia(items []mediaItem, refs []encodeRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.media.MMItems += int64(len(items))
+	for _, it := range items {
+		if it.pixels != nil {
+			s.media.MMPixelItems++
+		}
+	}
+	s.media.EncodeRefs += int64(len(refs))
+}
+
+func (s *Server) recordEncoded(hash, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.media.EncodedHashes = push(s.media.EncodedHashes, hash)
+	s.media.EncodeIDs = push(s.media.EncodeIDs, id)
+}
+
+func (s *Server) recordEmbedding(hash string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.media.EmbeddingHashes = push(s.media.EmbeddingHashes, hash)
+}
+
+func (s *Server) mediaSnapshot() MediaLog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.media
+	m.EncodedHashes = append([]string(nil), m.EncodedHashes...)
+	m.EncodeIDs = append([]string(nil), m.EncodeIDs...)
+	m.EmbeddingHashes = append([]string(nil), m.EmbeddingHashes...)
+	return m
+}

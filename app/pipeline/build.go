@@ -23,6 +23,8 @@ type unit struct {
 	width  int
 	pLeg   ports.GRPCLeg
 	dLeg   ports.GRPCLeg
+	// identity is a vLLM prefill's media_identity (worker-side media), relayed to decode.
+	identity *ports.GRPCMediaIdentity
 }
 
 // responseID is the client-facing id of the response (chatcmpl-…, cmpl-…, the /generate
@@ -52,7 +54,7 @@ func (pl *Pipeline) responseID(j *job) (client, engine string) {
 // "<id>-p<i>". vLLM keeps n inside one unit (no fan-out).
 func (pl *Pipeline) plan(j *job, proto protocol, base string, p, dc *worker.Live) []unit {
 	var out []unit
-	fanout := proto != sequentialVLLM && j.n > 1
+	fanout := proto != sequentialVLLM && j.n > 1 && j.mm == nil // multimodal keeps one dispatch
 	for pi, pr := range j.prompts {
 		id := base
 		if j.batch {

@@ -47,6 +47,8 @@ type Deps struct {
 	NewUUID func() string
 	// DeferredAbortWait overrides DeferredAbortMaxWait (tests); 0 = the default.
 	DeferredAbortWait time.Duration
+	// Media fetches the media of gateway-processed requests; nil = mediafetch defaults.
+	Media ports.MediaFetcher
 }
 
 // Pipeline serves gRPC PD attempts. Safe for concurrent use; Close waits for the legs it
@@ -62,6 +64,7 @@ type Pipeline struct {
 	log          *slog.Logger
 	newUUID      func() string
 	deferredWait time.Duration
+	media        *mediaPrep
 
 	bg        sync.WaitGroup
 	closing   chan struct{}
@@ -82,7 +85,7 @@ func New(d Deps) *Pipeline {
 		d.DeferredAbortWait = DeferredAbortMaxWait
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
-		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, closing: make(chan struct{})}
+		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media), closing: make(chan struct{})}
 }
 
 // Close sends the deferred decode aborts now and waits (until ctx ends) for every leg
@@ -110,11 +113,17 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	if err != nil {
 		return false, err
 	}
+	if err := pl.prepareMedia(ctx, j, proto, p); err != nil {
+		return false, err
+	}
 	if err := checkContext(j, p, dc); err != nil {
 		return false, err
 	}
 	clientID, base := pl.responseID(j)
 	units := pl.plan(j, proto, base, p, dc)
+	if err := attachMedia(j, proto, units, dc); err != nil {
+		return false, err
+	}
 	release, err := pl.admitRooms(ctx, dc, len(units))
 	if err != nil {
 		return false, err

@@ -87,6 +87,10 @@ type job struct {
 	skipSpecial  bool
 	rid          string
 	tools        json.RawMessage
+	// messages are the chat messages in OpenAI shape (chat, /v1/messages, /v1/responses);
+	// mm is the request's media, nil for text only (media.go).
+	messages json.RawMessage
+	mm       *mmJob
 }
 
 // hasTools reports a non-empty tools list.
@@ -172,6 +176,7 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 			return nil, errs.BadRequest("chat template: %v", err)
 		}
 		j.prompts = []prompt{{text: txt, ids: ids}}
+		j.messages = b.Messages
 	case handoff.RouteMessages, handoff.RouteResponses:
 		conv := text.FromAnthropic
 		if rq.Route == handoff.RouteResponses {
@@ -187,6 +192,7 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 			return nil, errs.BadRequest("chat template: %v", err)
 		}
 		j.prompts = []prompt{{text: txt, ids: ids}}
+		j.messages = in.Messages
 	case handoff.RouteCompletions:
 		if ids, batch, ok := idList(b.Prompt); ok {
 			j.prompts, j.batch = ids, batch

@@ -158,6 +158,11 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		pl.log.Warn("NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
 			"prefill", p.DisplayURL(), "request_id", pre.RequestID)
 	}
+	pl.relayIdentity(&dec, u, relay)
+	if stripped(dec.MM) && dec.KVTransferJSON == "" && dec.KVPort == 0 {
+		fail(missingKV(pre, dec))
+		return
+	}
 	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
@@ -260,6 +265,9 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 				r.prefilled(u, it.ev)
 				if harvested == "" {
 					harvested = it.ev.KVTransferJSON
+				}
+				if it.ev.MediaIdentity != nil {
+					u.identity = it.ev.MediaIdentity
 				}
 			}
 		case <-gctx.Done():

@@ -22,6 +22,7 @@ type grpcFlags struct {
 	statsPort, maxNumSeqs, dpSize, dpRank, pageSize                     int
 	tokenizerPath, pairingProtocol, multiChildren, multiChildID         string
 	kvCacheDtype, attentionBackend, modelDtype, transferBackend, kvRole string
+	languageModelOnly                                                   bool
 }
 
 func (g *grpcFlags) register(f *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (g *grpcFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.pairingProtocol, "pairing-protocol", "", "gRPC: the servicer's SMG_PAIRING_PROTOCOL (trimmed; empty = unset)")
 	f.IntVar(&g.dpSize, "dp-size", 0, "gRPC: attention-DP size; with >1 a TokenSpeed room whose room % dp-size differs from --dp-rank is an error")
 	f.IntVar(&g.dpRank, "dp-rank", 0, "gRPC: this instance's DP rank")
+	f.BoolVar(&g.languageModelOnly, "language-model-only", false, "gRPC vLLM: report supports_vision=false and take expanded ids and per-item hashes only (media tensors are INVALID_ARGUMENT)")
 	f.StringVar(&g.multiChildren, "multi-children", "", "gRPC vLLM MultiConnector: comma-separated child connectors (default NixlConnector)")
 	f.StringVar(&g.multiChildID, "multi-child-engine-id", "", "gRPC vLLM MultiConnector: the children's engine_id (empty: the parent's)")
 	f.StringVar(&g.kvCacheDtype, "kv-cache-dtype", "", "gRPC: kv_cache_dtype reported for pairing (default auto)")
@@ -68,7 +70,7 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 		ModelDtype: g.modelDtype, PageSize: g.pageSize, PairingProtocol: g.pairingProtocol,
 		MaxRunningRequests: c.MaxRunningRequests, MaxNumSeqs: g.maxNumSeqs, MaxModelLen: c.MaxModelLen,
 		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, HandoffTimeout: c.HandoffTimeout,
-		Faults: c.Faults, HangMax: c.HangMax,
+		Faults: c.Faults, HangMax: c.HangMax, LanguageModelOnly: g.languageModelOnly,
 	}
 }
 

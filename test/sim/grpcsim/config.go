@@ -95,6 +95,10 @@ type Config struct {
 	Faults []string
 	// HangMax bounds the hang fault; default 60s.
 	HangMax time.Duration
+	// LanguageModelOnly is vLLM --language-model-only: GetModelInfo reports
+	// supports_vision=false and a request with media tensors, placeholders or references is
+	// INVALID_ARGUMENT (hashes only).
+	LanguageModelOnly bool
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -26,9 +26,10 @@ import (
 //     bootstrap_host:bootstrap_port by room (long-polled; DEADLINE_EXCEEDED after
 //     HandoffTimeout) and checks it is the item's content; an item without an encode
 //     rendezvous is encoded locally from its pixels (INVALID_ARGUMENT when it has none).
-//   - The prompt's media digest (MediaDigest over the item embeddings, in item order) goes
-//     with the KV to the decode, and every generated token depends on it, so the output
-//     tells which media reached the prefill, in which order.
+//   - The prompt's media digest (MediaDigest over the item embeddings, in item order, in
+//     place of the pixels' PixelDigest) goes with the KV to the decode, whose tokens are
+//     MMHandoffTokens of it, so the output tells which media reached the prefill, in which
+//     order.
 
 // mediaItem is one TokenSpeed MultimodalItem as the simulator reads it.
 type mediaItem struct {
@@ -88,41 +89,26 @@ func MediaDigest(embeddings []uint64) uint64 {
 	return h.Sum64() | 1 // never 0
 }
 
-// MediaTokens are the n ids a decode generates after a handoff for prompt ids whose media
-// digest is media (HandoffTokens when media is 0).
-func MediaTokens(ids []uint32, media uint64, n int) []uint32 {
-	return mediaSampleTokens(ids, media, true, 0, n)
-}
-
-func mediaSampleTokens(ids []uint32, media uint64, handoff bool, i, n int) []uint32 {
-	if media == 0 {
-		return SampleTokens(ids, handoff, i, n)
+// embeddings is the EPD step of a Generate: a prefill whose request names encode
+// rendezvous gathers every item's embedding, from the encode workers where the request
+// names one, else from the item's own pixels, and sets req.mm's media digest to
+// MediaDigest of them (the KV carries it to the decode). Without rendezvous it does
+// nothing (the pixels are the media digest, mm.go).
+func (s *Server) embeddings(ctx context.Context, req *genRequest) error {
+	if len(req.encode) == 0 {
+		return nil
 	}
-	source := byte('r')
-	if handoff {
-		source = 'k'
-	}
-	return tokensFrom((Digest(ids)^media)+uint64(i)*0x632be59bd9b4e019, source, n)
-}
-
-// embeddings is the media step of a Generate: a prefill (or a decode without a room)
-// gathers every item's embedding, from the encode workers where the request names a
-// rendezvous, else from the item's own pixels. It returns MediaDigest of them.
-func (s *Server) embeddings(ctx context.Context, req genRequest) (uint64, error) {
-	s.recordMedia(req.media, req.encode)
-	if len(req.media) == 0 && len(req.encode) == 0 {
-		return 0, nil
-	}
-	if s.cfg.Role == RoleDecode && req.hasRoom {
-		return 0, nil // the media digest arrives with the KV
+	s.recordRefs(len(req.encode))
+	if s.cfg.Role != RolePrefill {
+		return status.Error(codes.InvalidArgument, "encode_bootstrap_info is for prefill workers")
 	}
 	refs := map[int]encodeRef{}
 	for _, e := range req.encode {
 		if e.index < 0 || e.index >= len(req.media) {
-			return 0, status.Errorf(codes.InvalidArgument, "encode_bootstrap_info item_index %d out of range (%d mm items)", e.index, len(req.media))
+			return status.Errorf(codes.InvalidArgument, "encode_bootstrap_info item_index %d out of range (%d mm items)", e.index, len(req.media))
 		}
 		if _, dup := refs[e.index]; dup {
-			return 0, status.Errorf(codes.InvalidArgument, "encode_bootstrap_info names item %d twice", e.index)
+			return status.Errorf(codes.InvalidArgument, "encode_bootstrap_info names item %d twice", e.index)
 		}
 		refs[e.index] = e
 	}
@@ -131,18 +117,21 @@ func (s *Server) embeddings(ctx context.Context, req genRequest) (uint64, error)
 		e, ok := refs[i]
 		if !ok {
 			if it.pixels == nil {
-				return 0, status.Errorf(codes.InvalidArgument, "mm item %d has no encoder_input and no encode rendezvous", i)
+				return status.Errorf(codes.InvalidArgument, "mm item %d has no encoder_input and no encode rendezvous", i)
 			}
 			out[i] = Embedding(it.hash, it.pixels)
 			continue
 		}
 		emb, err := s.receiveEmbedding(ctx, e, it)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		out[i] = emb
 	}
-	return MediaDigest(out), nil
+	if req.mm != nil {
+		req.mm.encoded = MediaDigest(out)
+	}
+	return nil
 }
 
 // receiveEmbedding takes item it's embedding from the encode worker e names.
@@ -202,37 +191,31 @@ func (x *encoderService) Encode(ctx context.Context, r *tokenspeedencoderpb.Enco
 	return &tokenspeedencoderpb.EncodeResponse{Accepted: true}, nil
 }
 
-// MediaLog is what an instance saw of media, as /sim/stats shows it (the last
-// mediaLogCap entries of each list).
-type MediaLog struct {
-	MMItems         int64    `json:"mm_items"`
-	MMPixelItems    int64    `json:"mm_pixel_items"`
+// EPDStats are what an instance saw of EPD, as /sim/stats shows them ("epd"; the last
+// epdLogCap entries of each list): encode rendezvous a prefill received, the content
+// hashes an encode worker encoded (with the EncodeRequest ids) and those whose embeddings
+// a prefill received, in item order.
+type EPDStats struct {
 	EncodeRefs      int64    `json:"encode_refs"`
 	EncodedHashes   []string `json:"encoded_hashes,omitempty"`
 	EncodeIDs       []string `json:"encode_request_ids,omitempty"`
 	EmbeddingHashes []string `json:"embedding_hashes,omitempty"`
 }
 
-const mediaLogCap = 64
+const epdLogCap = 64
 
 func push(l []string, v string) []string {
 	l = append(l, v)
-	if len(l) > mediaLogCap {
-		l = l[len(l)-mediaLogCap:]
+	if len(l) > epdLogCap {
+		l = l[len(l)-epdLogCap:]
 	}
 	return l
 }
 
-func (s *Server) recordMedia(items []mediaItem, refs []encodeRef) {
+func (s *Server) recordRefs(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.media.MMItems += int64(len(items))
-	for _, it := range items {
-		if it.pixels != nil {
-			s.media.MMPixelItems++
-		}
-	}
-	s.media.EncodeRefs += int64(len(refs))
+	s.media.EncodeRefs += int64(n)
 }
 
 func (s *Server) recordEncoded(hash, id string) {
@@ -248,7 +231,7 @@ func (s *Server) recordEmbedding(hash string) {
 	s.media.EmbeddingHashes = push(s.media.EmbeddingHashes, hash)
 }
 
-func (s *Server) mediaSnapshot() MediaLog {
+func (s *Server) mediaSnapshot() EPDStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.media

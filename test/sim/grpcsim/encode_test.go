@@ -17,7 +17,9 @@ import (
 
 func mmItem(hash string, pixels []byte) *tokenspeedpb.MultimodalItem {
 	h, _ := hex.DecodeString(hash)
-	it := &tokenspeedpb.MultimodalItem{ContentHash: h}
+	pad := uint32(grpcsim.ImagePadID)
+	it := &tokenspeedpb.MultimodalItem{ContentHash: h, PlaceholderTokenId: &pad,
+		Placeholders: []*tokenspeedpb.PlaceholderRange{{Offset: 1, Length: 2}}}
 	if pixels != nil {
 		it.EncoderInput = &tokenspeedpb.TensorData{Shape: []uint32{1, uint32(len(pixels))}, Dtype: "uint8",
 			Payload: &tokenspeedpb.TensorData_Inline{Inline: pixels}}
@@ -69,21 +71,21 @@ func TestEPDPrefillTakesEachItemsEmbeddingFromItsEncodeWorker(t *testing.T) {
 	require.NoError(t, pr.err)
 	require.NoError(t, dr.err)
 	media := grpcsim.MediaDigest([]uint64{grpcsim.Embedding([]byte{0xaa, 0x01}, pixA), grpcsim.Embedding([]byte{0xbb, 0x02}, pixB)})
-	assert.Equal(t, grpcsim.MediaTokens(ids, media, 5), dr.complete.GetOutputIds())
+	assert.Equal(t, grpcsim.MMHandoffTokens(ids, media, 5), dr.complete.GetOutputIds())
 	assert.NotEqual(t, grpcsim.HandoffTokens(ids, 5), dr.complete.GetOutputIds(), "the media changes the output")
 
 	st0, st1, sp := httpStats(t, e0), httpStats(t, e1), httpStats(t, p)
-	assert.Equal(t, []string{hA}, st0.Media.EncodedHashes)
-	assert.Equal(t, []string{"encode-a"}, st0.Media.EncodeIDs)
-	assert.Equal(t, []string{hB}, st1.Media.EncodedHashes)
+	assert.Equal(t, []string{hA}, st0.EPD.EncodedHashes)
+	assert.Equal(t, []string{"encode-a"}, st0.EPD.EncodeIDs)
+	assert.Equal(t, []string{hB}, st1.EPD.EncodedHashes)
 	assert.EqualValues(t, 1, st0.HandoffsSent)
-	assert.Equal(t, []string{hA, hB}, sp.Media.EmbeddingHashes)
-	assert.EqualValues(t, 2, sp.Media.MMItems)
-	assert.EqualValues(t, 0, sp.Media.MMPixelItems)
-	assert.EqualValues(t, 2, sp.Media.EncodeRefs)
+	assert.Equal(t, []string{hA, hB}, sp.EPD.EmbeddingHashes)
+	assert.EqualValues(t, 2, sp.MM.Items)
+	assert.EqualValues(t, 0, sp.MM.PixelItems)
+	assert.EqualValues(t, 2, sp.EPD.EncodeRefs)
 	assert.Zero(t, e0.PendingHandoffs()+e1.PendingHandoffs()+p.PendingHandoffs())
 
-	// The same images without EPD (pixels on the prefill) give the same output.
+	// The same images without EPD (pixels on the prefill) give the pixels' output.
 	kb2 := &tokenspeedpb.KvBootstrapInfo{BootstrapHost: "127.0.0.1", BootstrapPort: int32(p.BootstrapPort()), BootstrapRoom: 78}
 	preq2, dreq2 := tsReq("r2", ids, 5, false, kb2), tsReq("r2", ids, 5, false, kb2)
 	preq2.MmInputs = &tokenspeedpb.MultimodalInputs{Items: []*tokenspeedpb.MultimodalItem{mmItem(hA, pixA), mmItem(hB, pixB)}}
@@ -91,7 +93,7 @@ func TestEPDPrefillTakesEachItemsEmbeddingFromItsEncodeWorker(t *testing.T) {
 	dr2 := tsGenerate(ctx, tokenspeedpb.NewTokenSpeedSchedulerClient(dial(t, d)), dreq2)
 	require.NoError(t, (<-pres).err)
 	require.NoError(t, dr2.err)
-	assert.Equal(t, dr.complete.GetOutputIds(), dr2.complete.GetOutputIds())
+	assert.Equal(t, grpcsim.MMHandoffTokens(ids, grpcsim.PixelDigest(append(append([]byte{}, pixA...), pixB...)), 5), dr2.complete.GetOutputIds())
 }
 
 func TestEPDEmbeddingTimeoutAndBadJobs(t *testing.T) {
@@ -118,8 +120,8 @@ func TestEPDEmbeddingTimeoutAndBadJobs(t *testing.T) {
 	r = tsGenerate(ctx, pcl, req)
 	assert.Equal(t, codes.Internal, status.Code(r.err), "%v", r.err)
 
-	// An item with neither pixels nor a rendezvous cannot be served.
-	req.EncodeBootstrapInfo = nil
+	// A rendezvous for an item the request does not carry.
+	req.EncodeBootstrapInfo.Items[0].ItemIndex = 1
 	r = tsGenerate(ctx, pcl, req)
 	assert.Equal(t, codes.InvalidArgument, status.Code(r.err), "%v", r.err)
 

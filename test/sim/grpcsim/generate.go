@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
 )
 
 // genRequest is a Generate request in engine-neutral form.
@@ -31,7 +33,9 @@ type genRequest struct {
 	// vLLM kv_transfer_params (from the JSON field or the legacy typed one); nil = none.
 	kvParams map[string]any
 
-	// TokenSpeed mm_inputs items and the EPD encode_bootstrap_info entries.
+	// mm is the request's multimodal input; nil = text only.
+	mm *mmInput
+	// TokenSpeed mm_inputs items and the EPD encode_bootstrap_info entries (encode.go).
 	media  []mediaItem
 	encode []encodeRef
 }
@@ -47,6 +51,7 @@ type event struct {
 	finish                                       string
 	matchedToken                                 *uint32
 	kvParamsJSON                                 *string
+	identity                                     *vllmpb.MediaIdentity // a vLLM prefill's media_identity
 }
 
 type sender func(event) error
@@ -59,8 +64,7 @@ type handoffResult struct {
 	cached       int
 	kvParamsJSON *string
 	pdPrefill    bool
-	// media is the fold of the prompt's item embeddings (MediaDigest); 0 = text only.
-	media uint64
+	mix          uint64 // the media digest the tokens derive from (the prefill's, through the KV)
 }
 
 // generate runs one Generate RPC: counters, faults, validation, the handoff for the role,
@@ -133,14 +137,19 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 	if malformed {
 		return send(event{malformed: true})
 	}
+	if err := s.checkMM(&req); err != nil {
+		return err
+	}
+	if err := s.embeddings(ctx, &req); err != nil {
+		return err
+	}
 
-	media, err := s.embeddings(ctx, req)
+	h, err := s.handoff(ctx, req, noKV)
 	if err != nil {
 		return err
 	}
-	h, err := s.handoff(ctx, req, noKV, media)
-	if err != nil {
-		return err
+	if h.source == 'r' {
+		h.mix = req.mm.mix()
 	}
 	cached := h.cached
 	if h.source == 'r' && cached == 0 && s.seen(req.ids) {
@@ -167,7 +176,7 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 	samples := max(req.n, 1)
 	toks := make([][]uint32, samples)
 	for i := range toks {
-		toks[i] = mediaSampleTokens(req.ids, h.media, h.source == 'k', i, n)
+		toks[i] = sampleTokens(req.ids, h.mix, h.source == 'k', i, n)
 	}
 	outs := make([][]uint32, samples)
 	finish := make([]string, samples)
@@ -220,6 +229,9 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 	for i := range toks {
 		e := ev(i)
 		e.complete, e.finish, e.matchedToken, e.kvParamsJSON = true, finish[i], matched[i], h.kvParamsJSON
+		if req.mm != nil {
+			e.identity = req.mm.identity
+		}
 		if e.finish == "" {
 			e.finish = "length"
 		}

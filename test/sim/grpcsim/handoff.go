@@ -30,8 +30,8 @@ var blockSeq atomic.Int64
 //     kv_transfer_params; Mooncake keeps the KV under transfer_id and returns nothing.
 //   - vLLM decode with do_remote_prefill: pulls (NIXL) or fetches (Mooncake) the KV;
 //     incomplete or absent params recompute (counted).
-func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool, media uint64) (handoffResult, error) {
-	local := handoffResult{source: 'r', media: media}
+func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool) (handoffResult, error) {
+	local := handoffResult{source: 'r'}
 	if s.cfg.Engine == EngineVLLM {
 		return s.vllmHandoff(ctx, req, noKV)
 	}
@@ -50,7 +50,7 @@ func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool, media u
 	key := "room:" + strconv.FormatInt(req.room, 10)
 	switch s.cfg.Role {
 	case RolePrefill:
-		sl, err := s.kv.put(key, kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID(), MediaDigest: media})
+		sl, err := s.kv.put(key, kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID(), MM: req.mm.mix()})
 		if err != nil {
 			s.c.duplicate.Add(1)
 			return local, status.Errorf(codes.InvalidArgument, "bootstrap_room %d is already in use", req.room)
@@ -69,7 +69,7 @@ func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool, media u
 			s.c.unmatched.Add(1)
 			return local, status.Errorf(codes.DeadlineExceeded, "KV bootstrap timed out: no decode took room %d within %s", req.room, s.cfg.HandoffTimeout)
 		}
-		return handoffResult{source: 'r', pdPrefill: true, media: media}, nil
+		return handoffResult{source: 'r', pdPrefill: true}, nil
 	default:
 		base := "http://" + net.JoinHostPort(strings.Trim(req.bootHost, "[]"), strconv.Itoa(req.bootPort))
 		return s.receive(ctx, req, base, key, "")
@@ -92,7 +92,7 @@ func (s *Server) receive(ctx context.Context, req genRequest, base, key, engineI
 		return handoffResult{}, status.Errorf(codes.Internal, "KV transfer for %s carries another prompt (%d tokens, this request has %d)", key, p.PromptTokens, len(req.ids))
 	}
 	s.c.received.Add(1)
-	return handoffResult{source: 'k', cached: len(req.ids), media: p.MediaDigest}, nil
+	return handoffResult{source: 'k', cached: len(req.ids), mix: p.MM}, nil
 }
 
 func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (handoffResult, error) {
@@ -107,7 +107,7 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 		if noKV {
 			return local, nil
 		}
-		payload := kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID()}
+		payload := kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID(), MM: req.mm.mix()}
 		switch s.cfg.transport() {
 		case "nixl":
 			// Engine-shaped params (engines.md §3.1): one block list per KV-cache group and

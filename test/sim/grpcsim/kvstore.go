@@ -11,9 +11,8 @@ type kvPayload struct {
 	Digest       uint64 `json:"digest,string"`
 	PromptTokens int    `json:"prompt_tokens"`
 	EngineID     string `json:"engine_id"`
-	// MediaDigest is the fold of the prompt's media embeddings the prefill used (0 = none):
-	// the decode generates from it as well.
-	MediaDigest uint64 `json:"media_digest,string,omitempty"`
+	// MM is the media digest the prefill computed the KV with (0 = text only).
+	MM uint64 `json:"mm,string,omitempty"`
 	// Hash is an EPD embedding's item content hash (hex), for the prefill to check.
 	Hash string `json:"hash,omitempty"`
 }

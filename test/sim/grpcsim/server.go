@@ -47,7 +47,7 @@ type Server struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
 	cache   map[uint64]struct{}                // prompt digests computed here (prefix cache)
-	media   MediaLog                           // media seen (EPD), under mu
+	media   EPDStats                           // EPD seen, under mu
 }
 
 // errAbortRPC is the cancellation cause of a request ended by an Abort RPC.
@@ -183,7 +183,7 @@ func (s *Server) health() (bool, string) {
 // Stats returns the current counters and media log; Reset zeroes them.
 func (s *Server) Stats() Stats {
 	st := s.c.snapshot()
-	st.Media = s.mediaSnapshot()
+	st.EPD = s.mediaSnapshot()
 	return st
 }
 
@@ -191,7 +191,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) Reset() {
 	s.c.reset()
 	s.mu.Lock()
-	s.media = MediaLog{}
+	s.media = EPDStats{}
 	s.mu.Unlock()
 }
 

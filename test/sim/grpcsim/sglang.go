@@ -26,6 +26,7 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 	if sp := r.GetSamplingParams(); sp != nil && sp.MaxNewTokens != nil {
 		req.maxTokens = int(sp.GetMaxNewTokens())
 	}
+	req.mm = sglangMMInput(r.GetMmInputs())
 	if dp := r.GetDisaggregatedParams(); dp != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, dp.GetBootstrapHost(), int(dp.GetBootstrapPort()), int64(dp.GetBootstrapRoom())
 	}

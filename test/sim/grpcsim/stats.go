@@ -37,16 +37,17 @@ type Stats struct {
 	AbortRPCs int64 `json:"abort_rpcs"`
 	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
 	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
-	// Media is what the instance saw of multimodal items (EPD): items and items with
-	// pixels on Generate, encode rendezvous received, the content hashes an encode worker
-	// encoded (with the EncodeRequest ids) and those whose embeddings a prefill received.
-	Media MediaLog `json:"media"`
+	// MM is what the instance received of multimodal input.
+	MM MMStats `json:"mm"`
+	// EPD is what the instance saw of EPD (encode.go).
+	EPD EPDStats `json:"epd"`
 }
 
 type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
 	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
 	lastAbort                                                           atomic.Int64
+	mm                                                                  mmCounters
 }
 
 func (c *counters) snapshot() Stats {
@@ -56,6 +57,7 @@ func (c *counters) snapshot() Stats {
 		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
+		MM: c.mm.snapshot(),
 	}
 }
 
@@ -65,6 +67,7 @@ func (c *counters) reset() {
 		a.Store(0)
 	}
 	c.maxRunning.Store(c.running.Load())
+	c.mm.reset()
 }
 
 func (c *counters) enter() {

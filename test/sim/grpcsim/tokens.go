@@ -36,11 +36,16 @@ func RecomputeTokens(ids []uint32, n int) []uint32 { return tokensFrom(Digest(id
 // SampleTokens are the n ids of sample index i (SamplingParams.n > 1) for prompt ids;
 // sample 0 is HandoffTokens (handoff true) or RecomputeTokens.
 func SampleTokens(ids []uint32, handoff bool, i, n int) []uint32 {
+	return sampleTokens(ids, 0, handoff, i, n)
+}
+
+// sampleTokens is SampleTokens with the media digest mix folded into the prompt's.
+func sampleTokens(ids []uint32, mix uint64, handoff bool, i, n int) []uint32 {
 	source := byte('r')
 	if handoff {
 		source = 'k'
 	}
-	return tokensFrom(Digest(ids)+uint64(i)*0x632be59bd9b4e019, source, n)
+	return tokensFrom((Digest(ids)^mix)+uint64(i)*0x632be59bd9b4e019, source, n)
 }
 
 func tokensFrom(digest uint64, source byte, n int) []uint32 {

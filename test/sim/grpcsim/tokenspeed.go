@@ -25,6 +25,7 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 	if sp := r.GetSamplingParams(); sp != nil && sp.MaxNewTokens != nil {
 		req.maxTokens = int(sp.GetMaxNewTokens())
 	}
+	req.mm = tokenspeedMMInput(r.GetMmInputs())
 	if kb := r.KvBootstrapInfo; kb != nil {
 		req.hasRoom, req.bootHost, req.bootPort, req.room = true, kb.GetBootstrapHost(), int(kb.GetBootstrapPort()), kb.GetBootstrapRoom()
 	}

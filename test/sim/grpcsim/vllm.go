@@ -31,13 +31,15 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		return err
 	}
 	req.kvParams = p
+	req.mm = vllmMMInput(r)
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &vllmpb.GenerateResponse{}
 		switch {
 		case ev.malformed:
 		case ev.complete:
 			c := &vllmpb.GenerateComplete{OutputIds: ev.ids, FinishReason: ev.finish, PromptTokens: ev.promptTokens,
-				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, KvTransferParamsJson: ev.kvParamsJSON, Index: ev.index}
+				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, KvTransferParamsJson: ev.kvParamsJSON, Index: ev.index,
+				MediaIdentity: ev.identity}
 			if ev.matchedToken != nil {
 				c.MatchedStop = &vllmpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
@@ -66,7 +68,8 @@ func (x *vllmService) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest)
 	c := x.s.cfg
 	return &vllmpb.GetModelInfoResponse{ModelPath: c.Model, IsGeneration: true, MaxContextLength: uint32(c.MaxModelLen),
 		VocabSize: tokenBase + tokenRange, ServedModelName: c.Model, TokenizerPath: c.TokenizerPath, ModelType: "sim",
-		Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}, MaxReqInputLen: int32(c.MaxModelLen)}, nil
+		Architectures: []string{"SimForCausalLM"}, EosTokenIds: []int32{2}, MaxReqInputLen: int32(c.MaxModelLen),
+		SupportsVision: !c.LanguageModelOnly}, nil
 }
 
 // GetServerInfo reports kv_connector/kv_role/kv_engine_id (MultiConnector reduced as SMG's

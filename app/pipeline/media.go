@@ -1,0 +1,152 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/smg-go/smg/adapters/mediafetch"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/media"
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+// ImagePadToken is the placeholder the Qwen2-VL family's chat template renders once per
+// image (between <|vision_start|> and <|vision_end|>); the gateway expands it to the
+// image's token count.
+const ImagePadToken = "<|image_pad|>"
+
+// mmJob is the media of a request: gateway-prepared items with their placeholders in the
+// expanded prompt, or (worker-side processing) the references as sent.
+type mmJob struct {
+	items      []media.Item
+	places     []media.Placeholder
+	refs       []media.Ref
+	padID      uint32
+	workerSide bool
+}
+
+// mediaPrep fetches media and keeps one image processor per model directory.
+type mediaPrep struct {
+	fetch ports.MediaFetcher
+	procs sync.Map // dir → *media.Processor (nil entry: no preprocessor_config.json there)
+}
+
+func newMediaPrep(f ports.MediaFetcher) *mediaPrep {
+	if f == nil {
+		f = mediafetch.New(mediafetch.Options{})
+	}
+	return &mediaPrep{fetch: f}
+}
+
+// processor is the image processor of the prefill's model: the first
+// preprocessor_config.json found in --model-path, --tokenizer-path, then the worker's
+// model_path / tokenizer_path labels; the Qwen2.5-VL defaults when none is there.
+func (m *mediaPrep) processor(cfg config.Config, p *worker.Live) (*media.Processor, error) {
+	dirs := []string{cfg.ModelPath, cfg.TokenizerPath}
+	for _, k := range []string{"model_path", "tokenizer_path"} {
+		if v, ok := p.Label(k); ok {
+			dirs = append(dirs, v)
+		}
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if v, ok := m.procs.Load(d); ok {
+			if v.(*media.Processor) != nil {
+				return v.(*media.Processor), nil
+			}
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "preprocessor_config.json"))
+		if err != nil {
+			m.procs.Store(d, (*media.Processor)(nil))
+			continue
+		}
+		c, err := media.ParsePreprocessorConfig(b)
+		if err != nil {
+			return nil, errs.New(http.StatusInternalServerError, wire.CodeMultimodalNotSupported, "%s: %v", d, err)
+		}
+		pr := media.NewProcessor(c)
+		m.procs.Store(d, pr)
+		return pr, nil
+	}
+	return media.NewProcessor(media.DefaultQwen25VL()), nil
+}
+
+// prepareMedia is the media stage (seed "Multimodal Requests"): it finds the chat's image
+// parts; with --mm-processing gateway it fetches and prepares each image (Qwen2-VL
+// processor) and expands its <|image_pad|> in the prompt ids to the image's token count;
+// with worker it keeps the references (TokenSpeed takes prepared media only: 400
+// multimodal_not_supported). Text-only requests pass untouched.
+func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p *worker.Live) error {
+	if len(j.messages) == 0 || len(j.prompts) != 1 {
+		return nil
+	}
+	refs, err := media.ChatRefs(j.messages)
+	if err != nil {
+		return errs.BadRequest("%v", err)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	if pl.cfg.MMProcessing == config.MMProcessingWorker {
+		if proto == parallelTokenSpeed {
+			return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported,
+				"TokenSpeed takes gateway-prepared media only; this gateway runs --mm-processing worker")
+		}
+		j.mm = &mmJob{refs: refs, workerSide: true}
+		return nil
+	}
+	padID, ok := j.model.Tokenizer.TokenID(ImagePadToken)
+	if !ok {
+		return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported,
+			"model '%s' has no %s token: the gateway prepares media for the Qwen2-VL family only", j.name, ImagePadToken)
+	}
+	proc, err := pl.media.processor(pl.cfg, p)
+	if err != nil {
+		return err
+	}
+	items := make([]media.Item, len(refs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, r := range refs {
+		g.Go(func() error {
+			raw, err := pl.media.fetch.Fetch(gctx, r.URL)
+			if err != nil {
+				return err
+			}
+			it, err := proc.ProcessImage(raw)
+			if err != nil {
+				return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, "image %d: %v", i, err)
+			}
+			items[i] = it
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if _, ok := errs.As(err); ok {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.Join(err, ctx.Err())
+		}
+		return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, "%v", err)
+	}
+	ids, places, err := media.ExpandPlaceholders(j.prompts[0].ids, padID, items)
+	if err != nil {
+		return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported, "model '%s': %v (does its chat template render images?)", j.name, err)
+	}
+	j.prompts[0].ids = ids
+	j.mm = &mmJob{items: items, places: places, refs: refs, padID: padID}
+	return nil
+}

@@ -130,7 +130,7 @@ func vllmMMInput(r *vllmpb.GenerateRequest) *mmInput {
 	if in == nil && refs == nil {
 		return nil
 	}
-	m := &mmInput{hashes: in.GetMmHashes(), placeholders: len(in.GetMmPlaceholders()), padToken: in.ImTokenId != nil}
+	m := &mmInput{hashes: in.GetMmHashes(), placeholders: len(in.GetMmPlaceholders()), padToken: in != nil && in.ImTokenId != nil}
 	for _, ref := range refs.GetItems() {
 		m.refs = append(m.refs, ref.GetUrl())
 	}

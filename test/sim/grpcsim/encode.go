@@ -187,7 +187,7 @@ func (x *encoderService) Encode(ctx context.Context, r *tokenspeedencoderpb.Enco
 		s.c.errors.Add(1)
 		return nil, err
 	}
-	s.recordEncoded(hash, r.GetRequestId())
+	s.recordEncoded(hash, r.GetRequestId(), rooms[0].GetBootstrapRoom())
 	return &tokenspeedencoderpb.EncodeResponse{Accepted: true}, nil
 }
 
@@ -199,6 +199,7 @@ type EPDStats struct {
 	EncodeRefs      int64    `json:"encode_refs"`
 	EncodedHashes   []string `json:"encoded_hashes,omitempty"`
 	EncodeIDs       []string `json:"encode_request_ids,omitempty"`
+	EncodeRooms     []int64  `json:"encode_rooms,omitempty"`
 	EmbeddingHashes []string `json:"embedding_hashes,omitempty"`
 }
 
@@ -218,9 +219,13 @@ func (s *Server) recordRefs(n int) {
 	s.media.EncodeRefs += int64(n)
 }
 
-func (s *Server) recordEncoded(hash, id string) {
+func (s *Server) recordEncoded(hash, id string, room int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.media.EncodeRooms = append(s.media.EncodeRooms, room)
+	if len(s.media.EncodeRooms) > epdLogCap {
+		s.media.EncodeRooms = s.media.EncodeRooms[1:]
+	}
 	s.media.EncodedHashes = push(s.media.EncodedHashes, hash)
 	s.media.EncodeIDs = push(s.media.EncodeIDs, id)
 }
@@ -238,5 +243,6 @@ func (s *Server) mediaSnapshot() EPDStats {
 	m.EncodedHashes = append([]string(nil), m.EncodedHashes...)
 	m.EncodeIDs = append([]string(nil), m.EncodeIDs...)
 	m.EmbeddingHashes = append([]string(nil), m.EmbeddingHashes...)
+	m.EncodeRooms = append([]int64(nil), m.EncodeRooms...)
 	return m
 }

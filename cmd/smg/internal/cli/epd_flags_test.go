@@ -66,3 +66,15 @@ func TestEPDRefusedForHTTPWorkersAndBadValues(t *testing.T) {
 		})
 	}
 }
+
+func TestEPDDiscoveryNeedsAllThreeSelectors(t *testing.T) {
+	t.Parallel()
+	_, err := cli.ParseLaunch([]string{"--epd-disaggregation", "--service-discovery",
+		"--prefill-selector", "app=ts", "role=prefill", "--decode-selector", "app=ts", "role=decode"}, envOf(nil))
+	require.Error(t, err)
+	assert.Equal(t, "invalid value for --encode-selector: EPD service discovery needs all three role selectors (--encode-selector, --prefill-selector, --decode-selector)", err.Error())
+	cfg, err := cli.ParseLaunch([]string{"--epd-disaggregation", "--service-discovery", "--encode-selector", "app=ts", "role=encode",
+		"--prefill-selector", "app=ts", "role=prefill", "--decode-selector", "app=ts", "role=decode"}, envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"app=ts", "role=encode"}, cfg.EncodeSelector)
+}

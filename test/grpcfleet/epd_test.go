@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -250,4 +251,32 @@ func TestEPDResponsesAndWorkerSideMedia(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	assert.Zero(t, s.enc[0].Stats().Requests)
 	assert.EqualValues(t, 1, s.p.Stats().Requests, "only the text-only request reached the prefill")
+}
+
+// A failed encode job is only logged by the gateway (fire-and-forget); the prefill's
+// embedding wait times out and fails the request, blamed on the prefill leg.
+func TestEPDFailedEncodeJobFailsThePrefillsEmbeddingWait(t *testing.T) {
+	t.Parallel()
+	_, dir := qwenVL(t)
+	mk := func(role string) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: role, Model: pdModel, TokenizerPath: dir,
+			HandoffTimeout: 300 * time.Millisecond}
+	}
+	enc := mk(grpcsim.RoleEncode)
+	enc.Faults = []string{"status:500"}
+	ss := sims(t, mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode), enc)
+	s := epdSims{p: ss[0], d: ss[1], enc: ss[2:]}
+	cfg := s.epdConfig(true)
+	cfg.DisableRetries = true
+	g := startEPD(t, s, cfg, 3)
+	start := time.Now()
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 2,
+		"messages": mmMessages("Hi?", dataURL(testPNG(t, 64, 48, 51)))}, nil)
+	assert.Less(t, time.Since(start), 10*time.Second, "bounded by the prefill's embedding timeout")
+	assert.GreaterOrEqual(t, r.Status, 500, string(r.Body))
+	assert.Equal(t, "prefill_worker_failed_to_start", errCode(t, r))
+	assert.EqualValues(t, 1, s.enc[0].Stats().Requests, "the encode job was sent")
+	assert.EqualValues(t, 1, s.enc[0].Stats().Errors)
+	assert.Positive(t, s.p.Stats().UnmatchedRooms, "the prefill never got the embedding")
+	assert.Empty(t, s.p.Stats().EPD.EmbeddingHashes)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
@@ -163,11 +164,23 @@ type encoderService struct {
 	s *Server
 }
 
-// Encode validates the job, keeps the item's embedding for the prefill under its room and
+// Encode fails with an instance status fault (Config.Faults "status:<code>"), validates
+// the job, keeps the item's embedding for the prefill under its room and
 // answers accepted=true (the transfer happens when the prefill asks).
 func (x *encoderService) Encode(ctx context.Context, r *tokenspeedencoderpb.EncodeRequest) (*tokenspeedencoderpb.EncodeResponse, error) {
 	s := x.s
 	s.c.requests.Add(1)
+	md, _ := metadata.FromIncomingContext(ctx)
+	faults, err := requestFaults(md, s.cfg.Role, s.faults)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	for _, f := range faults {
+		if f.Kind == FaultStatus { // the only fault an encode worker models
+			s.c.errors.Add(1)
+			return nil, status.Errorf(codeForHTTP(f.Arg), "injected fault: status %d", f.Arg)
+		}
+	}
 	items, rooms := r.GetMmInputs().GetItems(), r.GetItems()
 	if len(items) != 1 || len(rooms) != 1 {
 		s.c.errors.Add(1)

@@ -86,8 +86,8 @@ func (m *mediaPrep) processor(cfg config.Config, p *worker.Live) (*media.Process
 // prepareMedia is the media stage (seed "Multimodal Requests"): it finds the chat's image
 // parts; with --mm-processing gateway it fetches and prepares each image (Qwen2-VL
 // processor) and expands its <|image_pad|> in the prompt ids to the image's token count;
-// with worker it keeps the references (TokenSpeed takes prepared media only: 400
-// multimodal_not_supported). Text-only requests pass untouched.
+// with worker it keeps the references for vLLM (SGLang and TokenSpeed PD take prepared
+// media only: 400 multimodal_not_supported). Text-only requests pass untouched.
 func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p *worker.Live) error {
 	if len(j.messages) == 0 || len(j.prompts) != 1 {
 		return nil
@@ -100,9 +100,12 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 		return nil
 	}
 	if pl.cfg.MMProcessing == config.MMProcessingWorker {
-		if proto == parallelTokenSpeed {
+		// Only vLLM has a worker-side media path under PD (media_refs on the prefill, the
+		// media_identity relayed to decode); an SGLang or TokenSpeed decode without
+		// mm_inputs could not match the prefill's worker-expanded prompt.
+		if proto != sequentialVLLM {
 			return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported,
-				"TokenSpeed takes gateway-prepared media only; this gateway runs --mm-processing worker")
+				"%s PD takes gateway-prepared media only; this gateway runs --mm-processing worker", p.Runtime)
 		}
 		j.mm = &mmJob{refs: refs, workerSide: true}
 		return nil

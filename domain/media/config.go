@@ -18,8 +18,9 @@ type ProcessorConfig struct {
 	MinPixels, MaxPixels int
 	// ImageMean and ImageStd normalize each channel after rescaling (CLIP values).
 	ImageMean, ImageStd [3]float32
-	// RescaleFactor multiplies the 0..255 values before normalization (1/255).
-	RescaleFactor float32
+	// RescaleFactor multiplies the 0..255 values before normalization (1/255), in float64
+	// and then rounded to float32 as transformers' rescale does.
+	RescaleFactor float64
 }
 
 // DefaultQwen25VL is Qwen/Qwen2.5-VL-*-Instruct's preprocessor_config.json.
@@ -44,7 +45,7 @@ type rawPreprocessor struct {
 	MaxPixels         *int      `json:"max_pixels"`
 	ImageMean         []float32 `json:"image_mean"`
 	ImageStd          []float32 `json:"image_std"`
-	RescaleFactor     *float32  `json:"rescale_factor"`
+	RescaleFactor     *float64  `json:"rescale_factor"`
 	Size              *rawSize  `json:"size"`
 }
 

@@ -13,7 +13,6 @@ import (
 	_ "image/jpeg" // JPEG decoder
 	_ "image/png"  // PNG decoder
 
-	xdraw "golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // WebP decoder
 )
 
@@ -39,8 +38,8 @@ type Processor struct {
 func NewProcessor(c ProcessorConfig) *Processor { return &Processor{Config: c} }
 
 // ProcessImage decodes raw (PNG, JPEG, GIF first frame, WebP), composites any alpha over
-// white (transformers' convert_to_rgb), resizes it with smart_resize and a bicubic
-// (Catmull-Rom, antialiased on downscale, as PIL's BICUBIC) filter, rescales and normalizes
+// white (transformers' convert_to_rgb), resizes it to smart_resize's size exactly as
+// Pillow's BICUBIC does (the HF processor resizes through PIL), rescales and normalizes
 // each channel, repeats the frame to the temporal patch size and flattens the patches in the
 // HF order: rows (t, h/merge, w/merge, merge_h, merge_w), columns (channel, temporal, patch_h,
 // patch_w). Errors: ErrUnsupportedImage, ErrImageTooLarge, ErrAspectRatio.
@@ -66,14 +65,7 @@ func (p *Processor) ProcessImage(raw []byte) (Item, error) {
 		return Item{}, fmt.Errorf("%w: %v", ErrUnsupportedImage, err)
 	}
 	b := img.Bounds()
-	rgb := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-	draw.Draw(rgb, rgb.Bounds(), &image.Uniform{C: color.White}, image.Point{}, draw.Src)
-	draw.Draw(rgb, rgb.Bounds(), img, b.Min, draw.Over)
-	resized := rgb
-	if rw != b.Dx() || rh != b.Dy() {
-		resized = image.NewRGBA(image.Rect(0, 0, rw, rh))
-		xdraw.CatmullRom.Scale(resized, resized.Bounds(), rgb, rgb.Bounds(), draw.Src, nil)
-	}
+	resized := resizeRGB(img, rw, rh)
 	sum := sha256.Sum256(raw)
 	it := Item{
 		Modality: ModalityImage, Hash: hex.EncodeToString(sum[:]),
@@ -82,6 +74,16 @@ func (p *Processor) ProcessImage(raw []byte) (Item, error) {
 	it.PixelValues, it.Shape, it.GridTHW = c.patchify(resized)
 	it.Tokens = int(it.GridTHW[0]*it.GridTHW[1]*it.GridTHW[2]) / (c.MergeSize * c.MergeSize)
 	return it, nil
+}
+
+// resizeRGB composites img over white (transformers' convert_to_rgb) and resizes it to
+// w x h as Pillow's BICUBIC does (bicubicResize).
+func resizeRGB(img image.Image, w, h int) *image.RGBA {
+	b := img.Bounds()
+	rgb := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(rgb, rgb.Bounds(), &image.Uniform{C: color.White}, image.Point{}, draw.Src)
+	draw.Draw(rgb, rgb.Bounds(), img, b.Min, draw.Over)
+	return bicubicResize(rgb, w, h)
 }
 
 // patchify flattens one RGBA frame (repeated to the temporal patch size) into patch rows.
@@ -95,7 +97,7 @@ func (c ProcessorConfig) patchify(img *image.RGBA) ([]float32, [2]int64, [3]int6
 	var lut [3][256]float32
 	for ch := 0; ch < 3; ch++ {
 		for v := 0; v < 256; v++ {
-			lut[ch][v] = (float32(v)*c.RescaleFactor - c.ImageMean[ch]) / c.ImageStd[ch]
+			lut[ch][v] = (float32(float64(v)*c.RescaleFactor) - c.ImageMean[ch]) / c.ImageStd[ch] // float64 rescale, float32 normalize (transformers)
 		}
 	}
 	row := 0

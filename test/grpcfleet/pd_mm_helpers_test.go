@@ -122,7 +122,9 @@ func testPNG(t *testing.T, w, h int, seed uint8) []byte {
 	return b.Bytes()
 }
 
-func dataURL(raw []byte) string { return "data:image/png;base64," + base64.StdEncoding.EncodeToString(raw) }
+func dataURL(raw []byte) string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(raw)
+}
 
 func sha(raw []byte) string {
 	s := sha256.Sum256(raw)

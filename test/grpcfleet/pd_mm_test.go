@@ -209,15 +209,21 @@ func TestMMVLLMWorkerSideIdentityRelay(t *testing.T) {
 	handoffClean(t, p, d, 1)
 }
 
-// --mm-processing worker with TokenSpeed (prepared media only): 400 multimodal_not_supported.
-func TestMMTokenSpeedWorkerSideRefused(t *testing.T) {
+// --mm-processing worker with SGLang or TokenSpeed PD (prepared media only): 400
+// multimodal_not_supported before any leg.
+func TestMMParallelWorkerSideRefused(t *testing.T) {
 	t.Parallel()
-	g, p, d := mmFleet(t, grpcsim.EngineTokenSpeed, nil, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
-	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
-		"messages": mmMessages("Hi.", dataURL(testPNG(t, 64, 48, 9)))}, nil)
-	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
-	assert.Equal(t, "multimodal_not_supported", errCode(t, r))
-	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+	for _, engine := range []string{grpcsim.EngineTokenSpeed, grpcsim.EngineSGLang} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			g, p, d := mmFleet(t, engine, nil, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
+			r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
+				"messages": mmMessages("Hi.", dataURL(testPNG(t, 64, 48, 9)))}, nil)
+			require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+			assert.Equal(t, "multimodal_not_supported", errCode(t, r))
+			assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+		})
+	}
 }
 
 // Media the gateway cannot fetch or decode is a 400 invalid_media before any leg.
@@ -236,4 +242,40 @@ func TestMMInvalidMedia(t *testing.T) {
 		assert.Equal(t, "invalid_media", errCode(t, r), name)
 	}
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+}
+
+// Streaming chat and /v1/messages with a base64 image source take the same media path.
+func TestMMStreamAndMessages(t *testing.T) {
+	t.Parallel()
+	g, p, d := mmFleet(t, grpcsim.EngineTokenSpeed, nil, nil)
+	img := testPNG(t, 64, 48, 10)
+	ids, _, mix := mmExpect(t, "Stream it.", img)
+	want := detok(t, grpcsim.MMHandoffTokens(ids, mix, 5))
+
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 5, "stream": true,
+		"messages": mmMessages("Stream it.", dataURL(img))}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done := sseData(t, r.Body)
+	require.True(t, done)
+	var got string
+	for _, ev := range events {
+		for _, c := range ev["choices"].([]any) {
+			if s, ok := c.(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+				got += s
+			}
+		}
+	}
+	assert.Equal(t, want, got)
+
+	r = g.Post(t, "/v1/messages", map[string]any{"model": pdModel, "max_tokens": 5, "messages": []map[string]any{{
+		"role": "user", "content": []map[string]any{
+			{"type": "image", "source": map[string]string{"type": "base64", "media_type": "image/png", "data": dataURL(img)[len("data:image/png;base64,"):]}},
+			{"type": "text", "text": "Stream it."}}}}}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	content := r.Object(t)["content"].([]any)
+	require.NotEmpty(t, content)
+	assert.Equal(t, want, content[0].(map[string]any)["text"], "the same prompt and pixels as the chat request")
+	assert.EqualValues(t, 2, p.Stats().MM.PixelItems)
+	assert.Zero(t, d.Stats().MM.PixelItems)
+	handoffClean(t, p, d, 2)
 }

@@ -183,6 +183,9 @@ func (s *Service) prepare(ctx context.Context, spec Spec, resolve bool) (worker.
 	if err := refusePD(w); err != nil {
 		return w, err
 	}
+	if err := refuseEPD(s.cfg.EPDDisaggregation, w); err != nil {
+		return w, err
+	}
 	if err := s.hosts.check(ctx, w, resolve); err != nil {
 		return w, err
 	}

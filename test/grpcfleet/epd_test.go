@@ -209,9 +209,11 @@ func TestEPDReadinessNeedsAnEncodeWorker(t *testing.T) {
 	assert.Contains(t, string(r.Body), "encode")
 	assert.Zero(t, s.p.Stats().Requests, "no leg was contacted")
 
-	// An HTTP encode worker is refused.
-	bad := g.Post(t, "/workers", map[string]any{"url": "http://127.0.0.1:1", "worker_type": "encode"}, nil)
-	assert.Equal(t, http.StatusBadRequest, bad.Status, string(bad.Body))
+	// HTTP workers are refused in EPD mode, whatever their role.
+	for _, role := range []string{"encode", "prefill", "decode"} {
+		bad := g.Post(t, "/workers", map[string]any{"url": "http://127.0.0.1:1", "worker_type": role}, nil)
+		assert.Equal(t, http.StatusBadRequest, bad.Status, "%s: %s", role, bad.Body)
+	}
 
 	g.Register(t, map[string]any{"url": s.enc[0].URL(), "worker_type": "encode", "bootstrap_port": s.enc[0].BootstrapPort()})
 	g.WaitWorkers(t, 3)

@@ -68,10 +68,10 @@ func New(o Options) *Fetcher {
 }
 
 func bad(format string, args ...any) *errs.Error {
-	return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, format, args...)
+	return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, format, args...)
 }
 
-// Fetch returns the bytes raw names. Errors are 400 invalid_media *errs.Error values: a
+// Fetch returns the bytes raw names. Errors are 400 invalid_request *errs.Error values: a
 // malformed data URL, a scheme other than data/http/https, an item over MaxBytes, an
 // unreachable URL, a non-2xx answer or the timeout.
 func (f *Fetcher) Fetch(ctx context.Context, raw string) ([]byte, error) {

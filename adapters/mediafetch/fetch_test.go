@@ -21,7 +21,7 @@ func requireInvalid(t *testing.T, err error, contains string) {
 	e, ok := errs.As(err)
 	require.True(t, ok, "%v", err)
 	require.Equal(t, 400, e.Status)
-	require.Equal(t, wire.CodeInvalidMedia, e.Code)
+	require.Equal(t, wire.CodeInvalidRequest, e.Code)
 	require.Contains(t, e.Message, contains)
 }
 

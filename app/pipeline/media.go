@@ -38,13 +38,14 @@ type mmJob struct {
 type mediaPrep struct {
 	fetch ports.MediaFetcher
 	procs sync.Map // dir → *media.Processor (nil entry: no preprocessor_config.json there)
+	cache *mediaCache
 }
 
 func newMediaPrep(f ports.MediaFetcher) *mediaPrep {
 	if f == nil {
 		f = mediafetch.New(mediafetch.Options{})
 	}
-	return &mediaPrep{fetch: f}
+	return &mediaPrep{fetch: f, cache: newMediaCache(DefaultMediaCacheBytes)}
 }
 
 // processor is the image processor of the prefill's model: the first
@@ -128,9 +129,9 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 			if err != nil {
 				return err
 			}
-			it, err := proc.ProcessImage(raw)
+			it, err := pl.media.cache.prepare(proc, raw)
 			if err != nil {
-				return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, "image %d: %v", i, err)
+				return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "image %d: %v", i, err)
 			}
 			items[i] = it
 			return nil
@@ -143,7 +144,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 		if ctx.Err() != nil {
 			return errors.Join(err, ctx.Err())
 		}
-		return errs.New(http.StatusBadRequest, wire.CodeInvalidMedia, "%v", err)
+		return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "%v", err)
 	}
 	ids, places, err := media.ExpandPlaceholders(j.prompts[0].ids, padID, items)
 	if err != nil {

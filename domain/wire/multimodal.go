@@ -17,7 +17,4 @@ const (
 	// CodeDecodeMissingKVParams (502): a pixel-free vLLM decode leg would go out without the
 	// prefill's KV transfer params (it could not recompute the prompt without its media).
 	CodeDecodeMissingKVParams = "pd_decode_missing_kv_transfer_params"
-	// CodeInvalidMedia (400): a media item could not be fetched or decoded (bad data URL,
-	// unreachable or oversized URL, not an image). Not a seed code: the gateway's own.
-	CodeInvalidMedia = "invalid_media"
 )

@@ -226,7 +226,7 @@ func TestMMParallelWorkerSideRefused(t *testing.T) {
 	}
 }
 
-// Media the gateway cannot fetch or decode is a 400 invalid_media before any leg.
+// Media the gateway cannot fetch or decode is a 400 invalid_request before any leg.
 func TestMMInvalidMedia(t *testing.T) {
 	t.Parallel()
 	g, p, d := mmFleet(t, grpcsim.EngineSGLang, nil, nil)
@@ -239,7 +239,7 @@ func TestMMInvalidMedia(t *testing.T) {
 		r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
 			"messages": mmMessages("Hi.", url)}, nil)
 		require.Equal(t, http.StatusBadRequest, r.Status, name+": "+string(r.Body))
-		assert.Equal(t, "invalid_media", errCode(t, r), name)
+		assert.Equal(t, "invalid_request", errCode(t, r), name)
 	}
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
 }
@@ -278,4 +278,21 @@ func TestMMStreamAndMessages(t *testing.T) {
 	assert.EqualValues(t, 2, p.Stats().MM.PixelItems)
 	assert.Zero(t, d.Stats().MM.PixelItems)
 	handoffClean(t, p, d, 2)
+}
+
+// The context-length check counts the expanded prompt: a request whose text fits the
+// window but whose image tokens do not is refused before any leg.
+func TestMMContextLengthCountsImageTokens(t *testing.T) {
+	t.Parallel()
+	img := testPNG(t, 64, 48, 11)
+	ids, items, _ := mmExpect(t, "Fits?", img)
+	unexpanded := len(ids) - items[0].Tokens + 1
+	window := len(ids) - 1 // the text alone fits, the expanded prompt is one over
+	require.Less(t, unexpanded, window)
+	g, p, d := mmFleet(t, grpcsim.EngineSGLang, func(_ string, c *grpcsim.Config) { c.MaxModelLen = window }, nil)
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 2,
+		"messages": mmMessages("Fits?", dataURL(img))}, nil)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	assert.Equal(t, "context_length_exceeded", errCode(t, r))
+	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
 }

@@ -23,23 +23,26 @@ type Config struct {
 	PDDisaggregation bool          // --pd-disaggregation
 	Prefill          []PrefillSpec // --prefill <url> [port|none], repeatable
 	Decode           []string      // --decode <url>, repeatable
-	// EPDDisaggregation is --epd-disaggregation: encode-prefill-decode (seed "EPD"). It
-	// implies PD mode: the command line sets PDDisaggregation with it, so everything that
-	// reads PDDisaggregation (readiness, the PD router, per-leg policies) applies.
+	WorkerURLs       []string      // --worker-urls (regular mode)
+	DPAware          bool          // --dp-aware
+	ModelPath        string        // --model-path (gRPC tokenizer)
+	TokenizerPath    string        // --tokenizer-path
+	ChatTemplate     string        // --chat-template: template file overriding the model's (gRPC)
+	ToolCallParser   string        // --tool-call-parser, "" = by model family (gRPC)
+	ReasoningParser  string        // --reasoning-parser, "" = by model family (gRPC)
+
+	// EPD (seed "EPD").
+	//
+	// EPDDisaggregation is --epd-disaggregation: encode-prefill-decode. It implies PD
+	// mode: the command line sets PDDisaggregation with it, so everything that reads
+	// PDDisaggregation (readiness, the PD router, per-leg policies) applies.
 	EPDDisaggregation bool
-	// Encode are the --encode <url> [bootstrap_port] workers (EPD); BootstrapPort is the
-	// encode worker's Mooncake bootstrap port, nil when omitted (8998 is used then).
+	// Encode are the --encode <url> [bootstrap_port] workers; BootstrapPort is the encode
+	// worker's Mooncake bootstrap port, nil when omitted (8998 is used then).
 	Encode []PrefillSpec
 	// EncodePolicy is --encode-policy: random, round_robin or consistent_hashing (the
 	// default, keyed by each media item's content hash).
-	EncodePolicy    string
-	WorkerURLs      []string // --worker-urls (regular mode)
-	DPAware         bool     // --dp-aware
-	ModelPath       string   // --model-path (gRPC tokenizer)
-	TokenizerPath   string   // --tokenizer-path
-	ChatTemplate    string   // --chat-template: template file overriding the model's (gRPC)
-	ToolCallParser  string   // --tool-call-parser, "" = by model family (gRPC)
-	ReasoningParser string   // --reasoning-parser, "" = by model family (gRPC)
+	EncodePolicy string
 
 	// Policies
 	Policy        string // --policy, default "cache_aware"

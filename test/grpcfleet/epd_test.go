@@ -264,9 +264,14 @@ func TestEPDFailedEncodeJobFailsThePrefillsEmbeddingWait(t *testing.T) {
 		return grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: role, Model: pdModel, TokenizerPath: dir,
 			HandoffTimeout: 300 * time.Millisecond}
 	}
+	// The encode worker's side channel gives up on the room after 300 ms, so the prefill's
+	// embedding wait ends then, long before the prefill's own side channel would let the
+	// waiting decode go (5 s).
 	enc := mk(grpcsim.RoleEncode)
 	enc.Faults = []string{"status:500"}
-	ss := sims(t, mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode), enc)
+	pre, dec := mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode)
+	pre.HandoffTimeout, dec.HandoffTimeout = 5*time.Second, 20*time.Second
+	ss := sims(t, pre, dec, enc)
 	s := epdSims{p: ss[0], d: ss[1], enc: ss[2:]}
 	cfg := s.epdConfig(true)
 	cfg.DisableRetries = true

@@ -150,7 +150,7 @@ func (pl *Pipeline) relayIdentity(dec *ports.GRPCLeg, u *unit, relay bool) {
 // missingKV is the 502 pd_decode_missing_kv_transfer_params of a pixel-free decode leg
 // without the prefill's KV params (grpc.md §1.11; non-retryable, blamed on the prefill
 // that returned none).
-func missingKV(pre, dec ports.GRPCLeg) *fault {
+func missingKV(pre ports.GRPCLeg) *fault {
 	e := &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeMissingKVParams, Leg: "prefill",
 		Message: "prefill worker " + pre.Worker.ID + " returned no kv_transfer_params for a multimodal request; its pixel-free decode leg cannot recompute the prompt"}
 	return &fault{err: dispatch.LegFault(e, pre.Worker, http.StatusBadGateway, nil), w: pre.Worker, status: http.StatusBadGateway}

@@ -160,7 +160,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	}
 	pl.relayIdentity(&dec, u, relay)
 	if stripped(dec.MM) && dec.KVTransferJSON == "" && dec.KVPort == 0 {
-		fail(missingKV(pre, dec))
+		fail(missingKV(pre))
 		return
 	}
 	prefilledAt := time.Now()

@@ -68,6 +68,9 @@ type GRPCLeg struct {
 	KVPort         int
 	// MM is the leg's multimodal input; nil = text only.
 	MM *GRPCMultimodal
+	// EncodeItems are the EPD rendezvous of a prefill leg, one per media item (TokenSpeed
+	// encode_bootstrap_info); nil outside EPD.
+	EncodeItems []GRPCEncodeItem
 }
 
 // GRPCEvent is one message of a Generate stream: a chunk (delta token ids, cumulative

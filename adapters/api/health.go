@@ -138,7 +138,7 @@ func readiness(d Deps) *readinessOutput {
 		return &readinessOutput{Status: http.StatusServiceUnavailable,
 			Body: Readiness{Status: "not ready", Reason: ReasonDraining}}
 	}
-	var healthy, total, prefill, decode int
+	var healthy, total, prefill, decode, encode int
 	for _, l := range d.Store.List() {
 		total++
 		if !l.Healthy() {
@@ -150,11 +150,16 @@ func readiness(d Deps) *readinessOutput {
 			prefill++
 		case worker.RoleDecode:
 			decode++
+		case worker.RoleEncode:
+			encode++
 		}
 	}
 	ready := healthy > 0
 	if d.Config.PDDisaggregation {
 		ready = prefill > 0 && decode > 0
+	}
+	if d.Config.EPDDisaggregation {
+		ready = ready && encode > 0 // seed: "and an encode worker in EPD mode"
 	}
 	if !ready {
 		return &readinessOutput{Status: http.StatusServiceUnavailable,

@@ -31,6 +31,19 @@ type Config struct {
 	ToolCallParser   string        // --tool-call-parser, "" = by model family (gRPC)
 	ReasoningParser  string        // --reasoning-parser, "" = by model family (gRPC)
 
+	// EPD (seed "EPD").
+	//
+	// EPDDisaggregation is --epd-disaggregation: encode-prefill-decode. It implies PD
+	// mode: the command line sets PDDisaggregation with it, so everything that reads
+	// PDDisaggregation (readiness, the PD router, per-leg policies) applies.
+	EPDDisaggregation bool
+	// Encode are the --encode <url> [bootstrap_port] workers; BootstrapPort is the encode
+	// worker's Mooncake bootstrap port, nil when omitted (8998 is used then).
+	Encode []PrefillSpec
+	// EncodePolicy is --encode-policy: random, round_robin or consistent_hashing (the
+	// default, keyed by each media item's content hash).
+	EncodePolicy string
+
 	// Policies
 	Policy        string // --policy, default "cache_aware"
 	PrefillPolicy string // --prefill-policy, "" = Policy
@@ -158,6 +171,7 @@ func Default() Config {
 		Host:                       "0.0.0.0",
 		Port:                       30000,
 		Policy:                     "cache_aware",
+		EncodePolicy:               "consistent_hashing",
 		PairingMode:                "lenient",
 		CacheThreshold:             0.3,
 		BalanceAbsThreshold:        64,

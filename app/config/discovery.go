@@ -33,6 +33,17 @@ func (c Config) validateDiscovery() error {
 	if c.ServiceDiscoveryPort < 1 || c.ServiceDiscoveryPort > 65535 {
 		return bad("--service-discovery-port", "must be between 1 and 65535 (got %d)", c.ServiceDiscoveryPort)
 	}
+	if c.EPDDisaggregation {
+		for _, f := range []struct {
+			flag   string
+			values []string
+		}{{"--encode-selector", c.EncodeSelector}, {"--prefill-selector", c.PrefillSelector}, {"--decode-selector", c.DecodeSelector}} {
+			if len(SelectorPairs(f.values)) == 0 {
+				// seed "EPD": EPD discovery needs all three role selectors.
+				return bad(f.flag, "EPD service discovery needs all three role selectors (--encode-selector, --prefill-selector, --decode-selector)")
+			}
+		}
+	}
 	if c.PDDisaggregation {
 		if len(SelectorPairs(c.PrefillSelector))+len(SelectorPairs(c.DecodeSelector))+len(SelectorPairs(c.EncodeSelector)) == 0 {
 			return bad("--service-discovery", "needs --prefill-selector, --decode-selector or --encode-selector with --pd-disaggregation")

@@ -32,6 +32,9 @@ func (e *FlagError) Error() string {
 // registry's names (domain/policy.Names), in its order.
 var PolicyNames = policy.Names()
 
+// EncodePolicyNames are the values of --encode-policy (seed "EPD").
+var EncodePolicyNames = []string{wire.PolicyRandom, wire.PolicyRoundRobin, wire.PolicyConsistentHashing}
+
 // PairingModes are the values of --pd-pairing-mode (seed "Pairing Modes").
 var PairingModes = []string{wire.PairingModeOff, wire.PairingModeLenient, wire.PairingModeStrict}
 
@@ -93,7 +96,10 @@ func (c Config) validateServer() error {
 }
 
 func (c Config) validateWorkers() error {
-	if !c.PDDisaggregation {
+	if !c.EPDDisaggregation && len(c.Encode) > 0 {
+		return bad("--encode", "needs --epd-disaggregation")
+	}
+	if !c.PDDisaggregation && !c.EPDDisaggregation {
 		if len(c.Prefill) > 0 {
 			return bad("--prefill", "needs --pd-disaggregation")
 		}
@@ -114,9 +120,46 @@ func (c Config) validateWorkers() error {
 			return err
 		}
 	}
+	for _, e := range c.Encode {
+		if err := validatePDWorkerURL("--encode", e.URL); err != nil {
+			return err
+		}
+		if e.BootstrapPort != nil && (*e.BootstrapPort < 1 || *e.BootstrapPort > 65535) {
+			return bad("--encode", "%s: bootstrap port must be between 1 and 65535 (got %d)", e.URL, *e.BootstrapPort)
+		}
+	}
 	for _, u := range c.WorkerURLs {
 		if _, err := worker.ValidateURL(u); err != nil {
 			return bad("--worker-urls", "%s", stripInvalidURL(err))
+		}
+	}
+	return c.validateEPDWorkers()
+}
+
+// validateEPDWorkers refuses an EPD router for HTTP workers (seed "EPD": EPD requires gRPC
+// workers running TokenSpeed; SMG refuses to start an EPD router for HTTP workers), and
+// --worker-urls, which EPD has no use for.
+func (c Config) validateEPDWorkers() error {
+	if !c.EPDDisaggregation {
+		return nil
+	}
+	if len(c.WorkerURLs) > 0 {
+		return bad("--epd-disaggregation", "EPD routes encode, prefill and decode workers; --worker-urls is not accepted with it")
+	}
+	type listed struct{ flag, url string }
+	var all []listed
+	for _, e := range c.Encode {
+		all = append(all, listed{"--encode", e.URL})
+	}
+	for _, p := range c.Prefill {
+		all = append(all, listed{"--prefill", p.URL})
+	}
+	for _, d := range c.Decode {
+		all = append(all, listed{"--decode", d})
+	}
+	for _, l := range all {
+		if mode, _ := worker.ValidateURL(l.url); mode != worker.ConnGRPC {
+			return bad("--epd-disaggregation", "EPD needs gRPC workers running TokenSpeed, but %s %s is an HTTP worker", l.flag, worker.RedactURL(l.url))
 		}
 	}
 	return nil
@@ -161,6 +204,9 @@ func (c Config) validatePolicies() error {
 		if err := legStartup(c.DecodePolicyName(), policy.LegDecode, len(c.Decode)); err != nil {
 			return bad(policyFlag(c.DecodePolicy, "--decode-policy"), "%s", err)
 		}
+	}
+	if !contains(EncodePolicyNames, c.EncodePolicy) {
+		return bad("--encode-policy", "unknown policy %q (expected random, round_robin or consistent_hashing)", c.EncodePolicy)
 	}
 	if !contains(PairingModes, c.PairingMode) {
 		return bad("--pd-pairing-mode", "unknown mode %q (expected off, lenient or strict)", c.PairingMode)

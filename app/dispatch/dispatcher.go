@@ -152,6 +152,10 @@ func unsupported(w http.ResponseWriter, r *http.Request) {
 // both legs while nothing has reached the client (seed "Retries re-select both legs").
 func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := d.epdRefusal(route); err != nil {
+			WriteError(w, err)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), d.cfg.RequestTimeout)
 		defer cancel()
 		body, err := d.readBody(w, r)

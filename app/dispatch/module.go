@@ -75,6 +75,11 @@ func newModule(in moduleIn) (moduleOut, error) {
 	if err != nil {
 		return moduleOut{}, fmt.Errorf("--pd-pairing-mode: %w", err)
 	}
+	if in.Config.EPDDisaggregation {
+		// EPD keeps all three legs on one runtime (the pipeline checks it) but does not
+		// apply --pd-pairing-mode (seed "EPD").
+		mode = pairing.ModeOff
+	}
 	pp, dp, err := Policies(in.Config, in.Sticky, in.Observer)
 	if err != nil {
 		return moduleOut{}, err

@@ -56,6 +56,7 @@ type moduleIn struct {
 	Metrics   ports.PDMetrics          `optional:"true"`
 	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger             `optional:"true"`
+	Store     ports.WorkerStore
 }
 
 // LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
@@ -83,8 +84,17 @@ func Module() fx.Option {
 		if err != nil {
 			return nil, err
 		}
-		pl := New(Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
-			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log})
+		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
+			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log}
+		if in.Config.EPDDisaggregation {
+			picker, err := NewStoreEncodePicker(in.Store, in.Config.EncodePolicy, in.Config.PolicyOptions())
+			if err != nil {
+				return nil, err
+			}
+			forgetRemoved(in.Store, picker.Policy())
+			d.Encoder, d.Encoders = in.Pool, picker
+		}
+		pl := New(d)
 		in.LC.Append(fx.Hook{OnStop: pl.Close})
 		return pl, nil
 	}))

@@ -49,6 +49,10 @@ type Deps struct {
 	DeferredAbortWait time.Duration
 	// Media fetches the media of gateway-processed requests; nil = mediafetch defaults.
 	Media ports.MediaFetcher
+	// Encoder sends EPD encode jobs and Encoders picks each media item's encode worker
+	// (EPD mode only; nil outside it).
+	Encoder  ports.GRPCEncoder
+	Encoders EncodePicker
 }
 
 // Pipeline serves gRPC PD attempts. Safe for concurrent use; Close waits for the legs it
@@ -65,6 +69,8 @@ type Pipeline struct {
 	newUUID      func() string
 	deferredWait time.Duration
 	media        *mediaPrep
+	encoder      ports.GRPCEncoder
+	encoders     EncodePicker
 
 	bg        sync.WaitGroup
 	closing   chan struct{}
@@ -85,7 +91,8 @@ func New(d Deps) *Pipeline {
 		d.DeferredAbortWait = DeferredAbortMaxWait
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
-		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media), closing: make(chan struct{})}
+		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media),
+		encoder: d.Encoder, encoders: d.Encoders, closing: make(chan struct{})}
 }
 
 // Close sends the deferred decode aborts now and waits (until ctx ends) for every leg
@@ -130,6 +137,12 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 		return false, err
 	}
 	defer release()
+	// EPD: the encode jobs are planned and sent only once admission succeeded (grpc.md §1.13).
+	jobs, err := pl.planEncode(j, proto, units)
+	if err != nil {
+		return false, err
+	}
+	pl.sendEncodes(ctx, jobs, units)
 	r := pl.newResponder(j, w, clientID, units)
 	if proto == sequentialVLLM {
 		err = pl.sequential(ctx, units, r)

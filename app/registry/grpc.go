@@ -34,6 +34,16 @@ func refusePD(w worker.Worker) error {
 	return nil
 }
 
+// refuseEPD rejects, in EPD mode, a worker that is not gRPC (seed "EPD": EPD requires gRPC
+// workers running TokenSpeed), so an HTTP pair can never serve an EPD gateway's requests.
+func refuseEPD(epd bool, w worker.Worker) error {
+	if !epd || w.Mode == worker.ConnGRPC {
+		return nil
+	}
+	return errs.New(400, wire.CodeWorkerBadRequest,
+		"this gateway runs --epd-disaggregation, which needs gRPC workers running TokenSpeed: %s is not a grpc:// or grpcs:// worker", w.DisplayURL())
+}
+
 // activateGRPC is activate for a gRPC worker: until the worker answers, it detects the
 // runtime and server-info labels (each attempt bounded by the probe timeout) and, unless
 // health checks are off, calls the runtime's HealthCheck; then it stores the detected

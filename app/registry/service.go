@@ -183,6 +183,9 @@ func (s *Service) prepare(ctx context.Context, spec Spec, resolve bool) (worker.
 	if err := refusePD(w); err != nil {
 		return w, err
 	}
+	if err := refuseEPD(s.cfg.EPDDisaggregation, w); err != nil {
+		return w, err
+	}
 	if err := s.hosts.check(ctx, w, resolve); err != nil {
 		return w, err
 	}
@@ -446,8 +449,8 @@ func (s *Service) removeOneLocked(l *worker.Live) {
 	}()
 }
 
-// RegisterStartup registers the workers named on the command line: every --prefill (with its
-// bootstrap port), every --decode, and every --worker-urls entry as regular. It returns once
+// RegisterStartup registers the workers named on the command line: every --encode and every
+// --prefill (with its bootstrap port), every --decode, and every --worker-urls entry as regular. It returns once
 // they are in the store (pending); probing runs in the background, so start-up is not
 // delayed by slow or absent workers. A URL listed twice is registered once (warning); an
 // invalid one gives an error naming the flag (config.Validate normally catches it first).
@@ -460,6 +463,9 @@ func (s *Service) RegisterStartup(ctx context.Context) error {
 		spec Spec
 	}
 	var list []entry
+	for _, e := range s.cfg.Encode {
+		list = append(list, entry{"--encode", Spec{URL: e.URL, WorkerType: string(worker.RoleEncode), BootstrapPort: e.BootstrapPort}})
+	}
 	for _, p := range s.cfg.Prefill {
 		list = append(list, entry{"--prefill", Spec{URL: p.URL, WorkerType: string(worker.RolePrefill), BootstrapPort: p.BootstrapPort}})
 	}

@@ -147,6 +147,9 @@ func (s Spec) Build() (worker.Worker, error) {
 	if mode == worker.ConnZMQ && role != worker.RoleRegular {
 		return w, badRequest("ZMQ worker %s cannot serve worker type %s: the direct-ZMQ backend carries no KV-transfer metadata and has no encode path, so encode/prefill/decode disaggregation requires a gRPC worker", w.DisplayURL(), role)
 	}
+	if mode == worker.ConnHTTP && role == worker.RoleEncode {
+		return w, badRequest("HTTP worker %s cannot serve worker type encode: encode workers are TokenSpeed encoder services reached over gRPC (grpc:// or grpcs://)", w.DisplayURL())
+	}
 	switch s.ConnectionMode {
 	case "", string(worker.ConnHTTP), string(worker.ConnGRPC), string(worker.ConnZMQ):
 	default:

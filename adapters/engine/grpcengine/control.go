@@ -17,9 +17,13 @@ import (
 // It returns nil iff the engine answered healthy=true; an unhealthy answer gives an error
 // with the engine's message; RPC failures are returned as they are (gRPC status). After an
 // UNAVAILABLE failure the channel's reconnect backoff is reset, so the next probe (not a
-// backoff timer) decides when a restarted engine is reached again.
+// backoff timer) decides when a restarted engine is reached again. An encode worker without
+// the scheduler service is probed with grpc.health.v1 (encodeprobe.go).
 func (p *Pool) HealthCheck(ctx context.Context, w worker.Worker) error {
 	err := p.healthCheck(ctx, w)
+	if err != nil && encodeOnly(w, err) {
+		err = p.healthEncoder(ctx, w)
+	}
 	if status.Code(err) == codes.Unavailable { // status.Code sees through the wrapping
 		if cc, cerr := p.Conn(w); cerr == nil {
 			cc.ResetConnectBackoff()

@@ -34,8 +34,17 @@ var ErrNoEngineService = errors.New("grpcengine: worker serves no SglangSchedule
 //
 // Errors: a transport or status error of the runtime's service (with the gRPC status),
 // ErrNoEngineService, or an error for a runtime without a gRPC service here (trtllm, mlx,
-// generic, external).
+// generic, external). An encode worker serving only TokenSpeedEncoder is reported as
+// tokenspeed without labels (encodeprobe.go).
 func (p *Pool) Detect(ctx context.Context, w worker.Worker) (ports.GRPCWorkerInfo, error) {
+	info, err := p.detect(ctx, w)
+	if err != nil && encodeOnly(w, err) {
+		return detectEncoder(), nil
+	}
+	return info, err
+}
+
+func (p *Pool) detect(ctx context.Context, w worker.Worker) (ports.GRPCWorkerInfo, error) {
 	if w.Runtime != worker.RuntimeUnspecified && w.Runtime != "" {
 		return p.detectAs(ctx, w, w.Runtime)
 	}

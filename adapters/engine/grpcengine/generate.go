@@ -177,6 +177,7 @@ func tokenspeedRequest(leg ports.GRPCLeg) *tokenspeedpb.GenerateRequest {
 		}
 		req.ReturnLogprob, req.TopLogprobsNum, req.LogprobStartLen = true, int32(leg.TopLogprobs), &start
 	}
+	req.EncodeBootstrapInfo = tokenspeedEncodeInfo(leg.EncodeItems)
 	return req
 }
 

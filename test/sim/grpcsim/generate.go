@@ -45,6 +45,9 @@ type genRequest struct {
 
 	// mm is the request's multimodal input; nil = text only.
 	mm *mmInput
+	// TokenSpeed mm_inputs items and the EPD encode_bootstrap_info entries (encode.go).
+	media  []mediaItem
+	encode []encodeRef
 }
 
 // event is one message of the response stream in engine-neutral form.
@@ -150,6 +153,9 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		return err
 	}
 	if err := s.checkMM(&req); err != nil {
+		return err
+	}
+	if err := s.embeddings(ctx, &req); err != nil {
 		return err
 	}
 

@@ -13,6 +13,8 @@ type kvPayload struct {
 	EngineID     string `json:"engine_id"`
 	// MM is the media digest the prefill computed the KV with (0 = text only).
 	MM uint64 `json:"mm,string,omitempty"`
+	// Hash is an EPD embedding's item content hash (hex), for the prefill to check.
+	Hash string `json:"hash,omitempty"`
 }
 
 var (

@@ -36,6 +36,9 @@ type mmInput struct {
 	padToken     bool   // an im_token_id / placeholder_token_id came with it
 	// identity is what a vLLM prefill returns about the references it expanded.
 	identity *vllmpb.MediaIdentity
+	// encoded is the EPD media digest (MediaDigest of the items' embeddings, encode.go);
+	// 0 = not EPD.
+	encoded uint64
 }
 
 // PixelDigest is the simulator's fingerprint of a pixel payload (FNV-1a of the float32
@@ -74,6 +77,9 @@ func MMHandoffTokens(ids []uint32, mix uint64, n int) []uint32 {
 func (m *mmInput) mix() uint64 {
 	if m == nil {
 		return 0
+	}
+	if m.encoded != 0 {
+		return m.encoded
 	}
 	if d := PixelDigest(m.pixels); d != 0 {
 		return d

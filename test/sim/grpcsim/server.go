@@ -48,6 +48,7 @@ type Server struct {
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
 	sampled []Sampling                         // the sampling knobs of each Generate (capped)
 	cache   map[uint64]struct{}                // prompt digests computed here (prefix cache)
+	media   EPDStats                           // EPD seen, under mu
 }
 
 // errAbortRPC is the cancellation cause of a request ended by an Abort RPC.
@@ -180,11 +181,20 @@ func (s *Server) health() (bool, string) {
 	return true, "ok"
 }
 
-// Stats returns the current counters; Reset zeroes them.
-func (s *Server) Stats() Stats { return s.c.snapshot() }
+// Stats returns the current counters and media log; Reset zeroes them.
+func (s *Server) Stats() Stats {
+	st := s.c.snapshot()
+	st.EPD = s.mediaSnapshot()
+	return st
+}
 
-// Reset zeroes the counters (gauges keep their live values).
-func (s *Server) Reset() { s.c.reset() }
+// Reset zeroes the counters and the media log (gauges keep their live values).
+func (s *Server) Reset() {
+	s.c.reset()
+	s.mu.Lock()
+	s.media = EPDStats{}
+	s.mu.Unlock()
+}
 
 // PendingHandoffs is the number of live handoff keys (leak checks).
 func (s *Server) PendingHandoffs() int { return s.kv.size() }

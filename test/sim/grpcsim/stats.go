@@ -43,6 +43,8 @@ type Stats struct {
 	DPRankRequests map[string]int64 `json:"dp_rank_requests,omitempty"`
 	// MM is what the instance received of multimodal input.
 	MM MMStats `json:"mm"`
+	// EPD is what the instance saw of EPD (encode.go).
+	EPD EPDStats `json:"epd"`
 }
 
 type counters struct {

@@ -10,7 +10,6 @@ import (
 
 	commonpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/common"
 	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
-	tokenspeedencoderpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeedencoder"
 )
 
 // tokenspeedService is the TokenSpeedScheduler servicer. Unmodelled RPCs answer
@@ -39,6 +38,7 @@ func (x *tokenspeedService) Generate(r *tokenspeedpb.GenerateRequest, st grpc.Se
 		rank := int(r.GetDataParallelRank())
 		req.dpRank = &rank
 	}
+	req.media, req.encode = tokenspeedMedia(r)
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &tokenspeedpb.GenerateResponse{RequestId: r.GetRequestId()}
 		switch {
@@ -118,16 +118,4 @@ func (x *tokenspeedService) GetLoads(context.Context, *tokenspeedpb.GetLoadsRequ
 
 func (x *tokenspeedService) GetTokenizer(_ *commonpb.GetTokenizerRequest, st grpc.ServerStreamingServer[commonpb.GetTokenizerChunk]) error {
 	return x.s.sendTokenizer(st.Send)
-}
-
-// encoderService is a TokenSpeed encode worker: it accepts every assignment (the embedding
-// transfer to the prefill is not simulated) and counts it as a request.
-type encoderService struct {
-	tokenspeedencoderpb.UnimplementedTokenSpeedEncoderServer
-	s *Server
-}
-
-func (x *encoderService) Encode(context.Context, *tokenspeedencoderpb.EncodeRequest) (*tokenspeedencoderpb.EncodeResponse, error) {
-	x.s.c.requests.Add(1)
-	return &tokenspeedencoderpb.EncodeResponse{Accepted: true}, nil
 }

@@ -9,7 +9,8 @@ import (
 // --prefill when it does not start with "-" — it must then be a port (digits) or "none"
 // (any case). Such a pair becomes the single value "URL PORT", which prefillValue.Set
 // parses (and rejects when the port is not 1..65535 or not a port at all). "--prefill=URL"
-// is handled the same way. Arguments after "--" are left alone.
+// is handled the same way, and so is `--encode <url> [bootstrap_port]` (EPD). Arguments
+// after "--" are left alone.
 func joinPrefillPorts(args []string) []string {
 	args = splitSelectors(args)
 	out := make([]string, 0, len(args))
@@ -18,13 +19,14 @@ func joinPrefillPorts(args []string) []string {
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		var url string
+		var url, flag string
 		switch {
-		case a == "--prefill" && i+1 < len(args):
+		case (a == "--prefill" || a == "--encode") && i+1 < len(args):
+			flag = a
 			i++
 			url = args[i]
-		case strings.HasPrefix(a, "--prefill="):
-			url = strings.TrimPrefix(a, "--prefill=")
+		case strings.HasPrefix(a, "--prefill="), strings.HasPrefix(a, "--encode="):
+			flag, url, _ = strings.Cut(a, "=")
 		default:
 			out = append(out, a)
 			continue
@@ -33,7 +35,7 @@ func joinPrefillPorts(args []string) []string {
 			i++
 			url += " " + args[i]
 		}
-		out = append(out, "--prefill", url)
+		out = append(out, flag, url)
 	}
 	return out
 }

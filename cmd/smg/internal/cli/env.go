@@ -16,7 +16,7 @@ func EnvName(flag string) string {
 // isList reports whether a flag repeats; its environment variable holds comma-separated
 // values (SMG_PREFILL="http://p0:8000 8998,http://p1:8000 none").
 func isList(f *pflag.Flag) bool {
-	return f.Name == "prefill" || f.Value.Type() == "stringArray"
+	return f.Name == "prefill" || f.Name == "encode" || f.Value.Type() == "stringArray"
 }
 
 // applyEnv sets every flag not given on the command line from its SMG_* variable (command

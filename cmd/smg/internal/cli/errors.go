@@ -63,7 +63,7 @@ func valueError(f *pflag.Flag, value, source string, cause error) error {
 		where = source + " (--" + f.Name + ")"
 	}
 	reason := explain(f, cause)
-	if f.Name == "prefill" { // the cause already names the URL and the port
+	if f.Name == "prefill" || f.Name == "encode" { // the cause already names the URL and the port
 		return usagef("invalid value for %s: %s", where, reason)
 	}
 	return usagef("invalid value %q for %s: %s", value, where, reason)

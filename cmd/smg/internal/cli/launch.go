@@ -21,6 +21,12 @@ const launchExample = `  # SGLang over HTTP: bootstrap ports follow the prefill 
     --decode http://decode-0:8000 --decode http://decode-1:8000 \
     --prefill-policy cache_aware --decode-policy power_of_two
 
+  # TokenSpeed EPD over gRPC: encode workers take each image, bootstrap ports follow the URLs
+  smg launch --epd-disaggregation \
+    --encode grpc://encode-0:50060 8995 \
+    --prefill grpc://prefill-0:50061 8998 \
+    --decode grpc://decode-0:50062 --model-path "$MODEL"
+
   # vLLM over HTTP: start without workers, then POST /workers with each kv_connector
   smg launch --pd-disaggregation --host 0.0.0.0 --port 30000`
 
@@ -72,6 +78,9 @@ func newLaunch(env Env, run func(context.Context, config.Config) error) *cobra.C
 				if f := cmd.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
 					return usagef("invalid value for --%s: the key is empty (leave the flag out for an open API)", name)
 				}
+			}
+			if cfg.EPDDisaggregation {
+				cfg.PDDisaggregation = true // EPD is PD with an encode leg in front
 			}
 			if err := cfg.LoadSecrets(); err != nil {
 				return err

@@ -279,11 +279,16 @@ func TestEPDFailedEncodeJobFailsThePrefillsEmbeddingWait(t *testing.T) {
 	start := time.Now()
 	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 2,
 		"messages": mmMessages("Hi?", dataURL(testPNG(t, 64, 48, 51)))}, nil)
-	assert.Less(t, time.Since(start), 10*time.Second, "bounded by the prefill's embedding timeout")
+	assert.Less(t, time.Since(start), faultBound, "bounded by the prefill's 300 ms embedding wait, not the 20 s handoff")
 	assert.GreaterOrEqual(t, r.Status, 500, string(r.Body))
 	assert.Equal(t, "prefill_worker_failed_to_start", errCode(t, r))
 	assert.EqualValues(t, 1, s.enc[0].Stats().Requests, "the encode job was sent")
 	assert.EqualValues(t, 1, s.enc[0].Stats().Errors)
 	assert.Positive(t, s.p.Stats().UnmatchedRooms, "the prefill never got the embedding")
 	assert.Empty(t, s.p.Stats().EPD.EmbeddingHashes)
+	require.Eventually(t, func() bool { d := s.d.Stats(); return d.Aborted == 1 && d.AbortRPCs == 1 }, faultBound, 10*time.Millisecond,
+		"the decode waiting for the failed prefill's KV is aborted: %+v", s.d.Stats())
+	assert.Zero(t, s.d.Stats().Errors, "the decode's end is an abort, not an engine error")
+	assert.EqualValues(t, 1, cbOutcomes(t, g, strings.TrimPrefix(s.p.URL(), "grpc://"), "failure"), "the prefill's breaker counts the failure")
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(s.d.URL(), "grpc://"), "failure"), "the retired decode's breaker does not move")
 }

@@ -55,6 +55,9 @@ type Config struct {
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
 	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	// RedisCluster (--redis-cluster) reads RedisURL as Redis Cluster seed nodes
+	// ("redis://h1:p1,h2:p2" or "redis://h1:p1?addr=h2:p2"); several seeds imply it.
+	RedisCluster bool
 	// RedisKeyPrefix starts every Redis key and channel of the shared state
 	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
 	// with different prefixes; replicas of one deployment must use the same.

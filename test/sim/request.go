@@ -73,7 +73,6 @@ type job struct {
 	usageInSt bool // stream_options.include_usage
 	logprobs  bool
 	topLP     int
-	reqID     string
 	rid       string
 	n         int // samples per prompt
 }

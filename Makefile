@@ -20,11 +20,12 @@ run: build
 fixtures:
 	./tools/fixtures/fetch.sh
 
-## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under
+## test: go.mod tidy (go mod tidy -diff), go vet, make lint (staticcheck), then every package (unit and end-to-end) under
 ## the race detector, then the deploy artefact and alert-rule checks (docs/deploy.md)
 test: fixtures k8s-bins
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	$(MAKE) lint
 	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v '/test/shared$$')
 	@# The shared-state suite runs three gateways on one Redis with 100 ms call timeouts:
 	@# on its own, so the other packages' load cannot push Redis into its fallback.

@@ -1,5 +1,9 @@
 # smg — the two commands a newcomer needs are `make run` and `make test`.
 
+# The Go toolchain (go.mod's toolchain line): the go command fetches it from the module proxy
+# once (76 MB). The machine's own go (GOTOOLCHAIN=local) would otherwise ignore that line.
+export GOTOOLCHAIN := go1.27.3
+
 GO      ?= go
 BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

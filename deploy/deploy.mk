@@ -85,9 +85,13 @@ rules-check: $(PROMTOOL)
 	cd tools/dashcheck && nice -n 10 $(GO) test -count=1 ./...
 
 STATICCHECK_VERSION ?= v0.8.2
-STATICCHECK := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+# staticcheck type-checks the standard library of the toolchain that builds the code, so it is
+# built by that same toolchain (the Makefile's GOTOOLCHAIN) and cached under both versions: one
+# built by go1.26 fails on go1.27's library ("method must have no type parameters").
+STATICCHECK_GO ?= $(or $(GOTOOLCHAIN),local)
+STATICCHECK := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)-$(STATICCHECK_GO)/staticcheck
 $(STATICCHECK):
-	GOBIN=$(@D) $(TOOL_INSTALL) honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOBIN=$(@D) GOTOOLCHAIN=$(STATICCHECK_GO) GOFLAGS=-buildvcs=false nice -n 10 $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: lint
 ## lint: staticcheck (checks configured in staticcheck.conf) over the gateway module; the

@@ -1,5 +1,9 @@
 # smg — the two commands a newcomer needs are `make run` and `make test`.
 
+# The Go toolchain (go.mod's toolchain line): the go command fetches it from the module proxy
+# once (76 MB). The machine's own go (GOTOOLCHAIN=local) would otherwise ignore that line.
+export GOTOOLCHAIN := go1.27.3
+
 GO      ?= go
 BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -20,11 +24,12 @@ run: build
 fixtures:
 	./tools/fixtures/fetch.sh
 
-## test: go.mod tidy (go mod tidy -diff), go vet, then every package (unit and end-to-end) under
+## test: go.mod tidy (go mod tidy -diff), go vet, make lint (staticcheck), then every package (unit and end-to-end) under
 ## the race detector, then the deploy artefact and alert-rule checks (docs/deploy.md)
 test: fixtures k8s-bins
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	$(MAKE) lint
 	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -v '/test/shared$$')
 	@# The shared-state suite runs three gateways on one Redis with 100 ms call timeouts:
 	@# on its own, so the other packages' load cannot push Redis into its fallback.

@@ -2,6 +2,8 @@ module github.com/smg-go/smg
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/cenkalti/backoff/v5 v5.0.3

@@ -79,7 +79,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		api.Module(),
 		store.Module(),
 		fx.Provide(func(c config.Config) store.SharedOptions {
-			return store.SharedOptions{RedisURL: c.RedisURL, KeyPrefix: c.RedisKeyPrefix}
+			return store.SharedOptions{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, KeyPrefix: c.RedisKeyPrefix}
 		}),
 		fx.Provide(func(reg *prometheus.Registry) (dispatch.RetryRecorder, error) {
 			return metrics.NewRetryMetrics(reg)

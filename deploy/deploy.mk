@@ -53,12 +53,15 @@ deploy-render: $(HELM)
 deploy-check: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done
 	$(HELM_ENV) $(HELM) lint --strict $(CHART)
 	$(HELM_ENV) $(HELM) lint --strict $(CHART) -f $(CHART)/ci/full-values.yaml
+	$(HELM_ENV) $(HELM) lint --strict $(CHART) -f $(CHART)/ci/all-namespaces-values.yaml
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	{ echo '# Rendered by `make deploy-render` from deploy/helm/smg (default values, namespace $(RENDER_NS)). Do not edit.'; \
 	  $(HELM_RENDER); } > $$tmp/default.yaml && \
 	{ diff -u $(RENDERED) $$tmp/default.yaml || { echo '$(RENDERED) is stale: run make deploy-render'; exit 1; }; } && \
 	$(HELM_RENDER) -f $(CHART)/ci/full-values.yaml > $$tmp/full.yaml && \
-	$(KUBECONFORM_RUN) $(RENDERED) $$tmp/full.yaml && \
+	$(HELM_RENDER) -f $(CHART)/ci/all-namespaces-values.yaml > $$tmp/allns.yaml && \
+	$(KUBECONFORM_RUN) $(RENDERED) $$tmp/full.yaml $$tmp/allns.yaml && \
+	(cd tools/deploycheck && SMG_RENDERED="$$tmp/full.yaml $$tmp/allns.yaml" nice -n 10 $(GO) test -count=1 -run RBAC .) && \
 	python3 deploy/check/ecs_cfn.py deploy/ecs/task-definition.json $$tmp/ecs-cfn.json && \
 	if command -v cfn-lint >/dev/null; then cfn-lint $$tmp/ecs-cfn.json && echo 'cfn-lint: ECS task definition ok'; \
 	else echo 'cfn-lint not installed: ECS schema check skipped (docs/deploy.md)'; fi && \
@@ -82,11 +85,16 @@ rules-check: $(PROMTOOL)
 	cd tools/dashcheck && nice -n 10 $(GO) test -count=1 ./...
 
 STATICCHECK_VERSION ?= v0.8.2
-STATICCHECK := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+# staticcheck type-checks the standard library of the toolchain that builds the code, so it is
+# built by that same toolchain (the Makefile's GOTOOLCHAIN) and cached under both versions: one
+# built by go1.26 fails on go1.27's library ("method must have no type parameters").
+STATICCHECK_GO ?= $(or $(GOTOOLCHAIN),local)
+STATICCHECK := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)-$(STATICCHECK_GO)/staticcheck
 $(STATICCHECK):
-	GOBIN=$(@D) $(TOOL_INSTALL) honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOBIN=$(@D) GOTOOLCHAIN=$(STATICCHECK_GO) GOFLAGS=-buildvcs=false nice -n 10 $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: lint
-## lint: staticcheck (checks configured in staticcheck.conf) over the gateway module
+## lint: staticcheck (checks configured in staticcheck.conf) over the gateway module; the
+## findings in tools/lint/baseline.txt are tolerated until fixed (tools/lint/staticcheck.sh)
 lint: $(STATICCHECK)
-	nice -n 10 $(STATICCHECK) ./...
+	nice -n 10 ./tools/lint/staticcheck.sh $(STATICCHECK)

@@ -88,7 +88,7 @@ func memSlots() *memory.Slots {
 
 func redisSlots(t *testing.T, url, prefix string) *redis.Slots {
 	t.Helper()
-	c, err := redis.NewClient(url, 2*time.Second)
+	c, err := redis.NewClient(url, false, 2*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	s := redis.NewSlots(context.Background(), c, redis.Options{Prefix: prefix, OpTimeout: 2 * time.Second,
@@ -99,7 +99,7 @@ func redisSlots(t *testing.T, url, prefix string) *redis.Slots {
 
 func redisSticky(t *testing.T, url, prefix string) *redis.Sticky {
 	t.Helper()
-	c, err := redis.NewClient(url, 2*time.Second)
+	c, err := redis.NewClient(url, false, 2*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return redis.NewSticky(c, redis.Options{Prefix: prefix, OpTimeout: 2 * time.Second})

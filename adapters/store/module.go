@@ -16,11 +16,14 @@ import (
 // to count them; without it they are only logged on transitions.
 type FallbackCounter func(store, op string)
 
-// SharedOptions choose the shared-state backend; the composition root maps --redis-url and
-// --redis-key-prefix onto them.
+// SharedOptions choose the shared-state backend; the composition root maps --redis-url,
+// --redis-cluster and --redis-key-prefix onto them.
 type SharedOptions struct {
 	// RedisURL is the Redis to share state through; "" keeps it in memory, per instance.
 	RedisURL string
+	// RedisCluster reads RedisURL as the seed nodes of a Redis Cluster (implied when the URL
+	// names several seeds; see redis.NewClient for the forms).
+	RedisCluster bool
 	// KeyPrefix starts every key and channel name ("" takes redis.DefaultPrefix, "smg:").
 	KeyPrefix string
 }
@@ -65,7 +68,7 @@ func newShared(in sharedIn) (sharedOut, error) {
 		return sharedOut{Slots: memSlots, Sticky: memSticky}, nil
 	}
 	redis.RouteLogs(log)
-	c, err := redis.NewClient(in.Options.RedisURL, 0)
+	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, 0)
 	if err != nil {
 		return sharedOut{}, err
 	}

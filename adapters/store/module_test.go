@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,18 +22,24 @@ func TestModuleSelectsAdapters(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		url       func(t *testing.T) string
+		cluster   bool
 		wantSlots any
 	}{
-		{"no redis url: in-memory", func(*testing.T) string { return "" }, &memory.Slots{}},
-		{"redis url: fallback over redis", func(t *testing.T) string { return redistest.URL(t) }, &store.FallbackSlots{}},
-		{"redis down at start: fallback, start succeeds", func(t *testing.T) string { return "redis://" + redistest.DeadAddr(t) + "/0" }, &store.FallbackSlots{}},
+		{"no redis url: in-memory", func(*testing.T) string { return "" }, false, &memory.Slots{}},
+		{"redis url: fallback over redis", func(t *testing.T) string { return redistest.URL(t) }, false, &store.FallbackSlots{}},
+		{"redis cluster seeds: fallback over the cluster", func(t *testing.T) string { return redistest.ClusterURL(t) }, false, &store.FallbackSlots{}},
+		{"one cluster seed and RedisCluster", func(t *testing.T) string {
+			u, _, _ := strings.Cut(redistest.ClusterURL(t), ",")
+			return u
+		}, true, &store.FallbackSlots{}},
+		{"redis down at start: fallback, start succeeds", func(t *testing.T) string { return "redis://" + redistest.DeadAddr(t) + "/0" }, false, &store.FallbackSlots{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var slots ports.SlotCounter
 			var sticky ports.StickyStore
 			var fleet ports.FleetStore
-			app := fxtest.New(t, fx.Supply(store.SharedOptions{RedisURL: c.url(t)}, quiet), store.Module(), fx.Populate(&slots, &sticky, &fleet))
+			app := fxtest.New(t, fx.Supply(store.SharedOptions{RedisURL: c.url(t), RedisCluster: c.cluster}, quiet), store.Module(), fx.Populate(&slots, &sticky, &fleet))
 			app.RequireStart()
 			defer app.RequireStop()
 			assert.IsType(t, c.wantSlots, slots)
@@ -42,6 +49,14 @@ func TestModuleSelectsAdapters(t *testing.T) {
 			defer cancel()
 			key := redistest.Prefix() + "k"
 			require.NoError(t, sticky.Set(ctx, key, "http://127.0.0.1:1", time.Minute))
+			if c.cluster || strings.Contains(c.name, "cluster") {
+				// Fallback would hide a client that cannot talk to the cluster: the value
+				// must really be there, on whichever master serves its slot.
+				cc, _ := redistest.ClusterClient(t)
+				v, err := cc.Get(ctx, "smg:sticky:"+key).Result()
+				require.NoError(t, err)
+				assert.Contains(t, v, "http://127.0.0.1:1")
+			}
 			got, ok, err := sticky.Get(ctx, key)
 			require.NoError(t, err)
 			assert.True(t, ok)

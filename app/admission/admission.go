@@ -150,8 +150,7 @@ func (a *Admitter) hold(ctx context.Context, lease ports.Lease) func() {
 		stopped bool
 		t       *time.Timer
 	)
-	var renew func()
-	renew = func() {
+	renew := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {

@@ -67,11 +67,14 @@ type Config struct {
 
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
+	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	// RedisCluster (--redis-cluster) reads RedisURL as Redis Cluster seed nodes
+	// ("redis://h1:p1,h2:p2" or "redis://h1:p1?addr=h2:p2"); several seeds imply it.
+	RedisCluster bool
 	// MMProcessing is where media of gRPC requests is prepared (--mm-processing):
 	// "gateway" (default: fetch, resize, patch and expand placeholders here) or "worker"
 	// (the engine takes the media references; seed "Multimodal Requests", "EPD").
 	MMProcessing string
-	RedisURL     string // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
 	// RedisKeyPrefix starts every Redis key and channel of the shared state
 	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
 	// with different prefixes; replicas of one deployment must use the same.

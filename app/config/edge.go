@@ -124,4 +124,53 @@ func redisDB(u *url.URL) error {
 }
 
 // redactURL is u with its password hidden, for error messages.
+// redisAuthority cuts "scheme://[userinfo@]hosts[/path][?query]" into the scheme, the
+// hosts and what follows them, without url.Parse (which refuses a comma list of seeds).
+func redisAuthority(raw string) (scheme, hosts, tail string, ok bool) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return "", "", "", false
+	}
+	rest := raw[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	auth := rest[:end]
+	return raw[:i], auth[strings.LastIndex(auth, "@")+1:], rest[end:], true
+}
+
+// isRedisClusterURL: several seeds (a comma list or addr parameters) mean a Redis Cluster,
+// as redis.IsClusterURL decides.
+func isRedisClusterURL(raw string) bool {
+	_, hosts, tail, ok := redisAuthority(raw)
+	return ok && (strings.Contains(hosts, ",") || strings.Contains(tail, "addr="))
+}
+
+// redisClusterURL checks a Redis Cluster URL the way redis.ParseClusterURL reads it:
+// redis:// or rediss://, no empty seed in the comma list, database 0 only. The errors name
+// the seeds, never the credentials.
+func redisClusterURL(raw string) error {
+	scheme, hosts, tail, ok := redisAuthority(raw)
+	if !ok || (scheme != "redis" && scheme != "rediss") {
+		return fmt.Errorf("a Redis Cluster URL must be redis://[user:pass@]host:port[,host:port...] or rediss://")
+	}
+	for _, s := range strings.Split(hosts, ",") {
+		if s == "" {
+			return fmt.Errorf("empty seed address in %q", hosts)
+		}
+	}
+	u, err := url.Parse("redis://seed" + tail)
+	if err != nil {
+		return fmt.Errorf("a Redis Cluster URL must be redis://host:port[,host:port...] (it does not parse after the seeds %q)", hosts)
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+		return fmt.Errorf("a Redis Cluster has only database 0 (path %q, seeds %q)", u.Path, hosts)
+	}
+	if db := u.Query().Get("db"); db != "" && db != "0" {
+		return fmt.Errorf("a Redis Cluster has only database 0 (db=%s, seeds %q)", db, hosts)
+	}
+	return nil
+}
+
 func redactURL(u *url.URL) string { return u.Redacted() }

@@ -77,7 +77,11 @@ func (c Config) validateServer() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return bad("--port", "must be between 0 and 65535 (got %d)", c.Port)
 	}
-	if c.RedisURL != "" {
+	if c.RedisURL != "" && (c.RedisCluster || isRedisClusterURL(c.RedisURL)) {
+		if err := redisClusterURL(c.RedisURL); err != nil {
+			return bad("--redis-url", "%s", err)
+		}
+	} else if c.RedisURL != "" {
 		u, err := url.Parse(c.RedisURL)
 		if err != nil {
 			return bad("--redis-url", "must be a redis://, rediss:// or unix:// URL (it does not parse)")
@@ -88,6 +92,8 @@ func (c Config) validateServer() error {
 		if err := redisDB(u); err != nil {
 			return bad("--redis-url", "%s (got %q)", err, redactURL(u))
 		}
+	} else if c.RedisCluster {
+		return bad("--redis-cluster", "needs --redis-url (the cluster's seed nodes)")
 	}
 	if strings.TrimSpace(c.RedisKeyPrefix) == "" || strings.ContainsAny(c.RedisKeyPrefix, " \t\r\n") {
 		return bad("--redis-key-prefix", "must be a non-empty prefix without white space (got %q)", c.RedisKeyPrefix)

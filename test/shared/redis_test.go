@@ -41,7 +41,7 @@ func redisDB(t *testing.T, db int) string {
 // read InUse. Closed at cleanup.
 func slotsOf(t *testing.T, url string) *redis.Slots {
 	t.Helper()
-	c, err := redis.NewClient(url, time.Second)
+	c, err := redis.NewClient(url, false, time.Second)
 	require.NoError(t, err)
 	s := redis.NewSlots(context.Background(), c, redis.Options{OpTimeout: time.Second})
 	t.Cleanup(func() {

@@ -75,7 +75,6 @@ type job struct {
 	usageInSt bool // stream_options.include_usage
 	logprobs  bool
 	topLP     int
-	reqID     string
 	rid       string
 	n         int // samples per prompt
 	// routedRank and prefillRank are a --dp-aware leg's routed_dp_rank and (decode)

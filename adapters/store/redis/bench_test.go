@@ -13,7 +13,7 @@ import (
 // the production client settings. Target (issue #8): p99 <= 0.5 ms on loopback.
 func BenchmarkClaimRelease(b *testing.B) {
 	_, prefix := redistest.Client(b)
-	c, err := redis.NewClient(redistest.URL(b), 0)
+	c, err := redis.NewClient(redistest.URL(b), false, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,5 +1,8 @@
 // Package redis holds the Redis implementations of the shared-state ports
-// (ports.SlotCounter, ports.StickyStore), selected by --redis-url / SMG_REDIS_URL (issue #8).
+// (ports.SlotCounter, ports.StickyStore, ports.FleetStore), selected by --redis-url /
+// SMG_REDIS_URL, on a single server or a Redis Cluster (--redis-cluster, or several seed
+// nodes in the URL). Every script touches keys of one hash slot only (one key, or keys
+// sharing a {hash tag}), so the adapters work unchanged on a cluster.
 // Every gateway instance that uses the same Redis and key prefix shares the decode admission
 // windows and the sticky keys, so N instances behave as one.
 //
@@ -62,18 +65,39 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// NewClient parses url (redis://, rediss:// or unix://, as go-redis's ParseURL accepts)
-// and returns a client tuned for the request path: context deadlines honoured, reads,
-// writes and dials bounded by opTimeout (<= 0: DefaultOpTimeout; dials get 3x, at least
-// 250 ms, so a TLS handshake fits), one retry, one dial attempt. It does not connect: a
-// Redis that is down at start-up is not an error. The caller closes the client.
-func NewClient(url string, opTimeout time.Duration) (*goredis.Client, error) {
+// NewClient parses url and returns a client tuned for the request path: context deadlines
+// honoured, reads, writes and dials bounded by opTimeout (<= 0: DefaultOpTimeout; dials get
+// 3x, at least 250 ms, so a TLS handshake fits), one retry, one dial attempt. It does not
+// connect: a Redis that is down at start-up is not an error. The caller closes the client.
+//
+// A single server is a redis://, rediss:// or unix:// URL as go-redis's ParseURL accepts.
+// A Redis Cluster (when cluster is true, or when the URL names several seed nodes) is a
+// redis:// or rediss:// URL in go-redis's ParseClusterURL form, "redis://[user:pass@]h1:p1?addr=h2:p2",
+// or with the seeds as a comma list, "redis://[user:pass@]h1:p1,h2:p2,h3:p3"; a cluster has
+// only database 0, so another database number is an error. The cluster client discovers
+// the other masters from the seeds and follows MOVED/ASK redirects.
+func NewClient(url string, cluster bool, opTimeout time.Duration) (goredis.UniversalClient, error) {
+	if opTimeout <= 0 {
+		opTimeout = DefaultOpTimeout
+	}
+	if cluster || IsClusterURL(url) {
+		o, err := ParseClusterURL(url)
+		if err != nil {
+			return nil, err
+		}
+		o.ContextTimeoutEnabled = true
+		o.ReadTimeout = opTimeout
+		o.WriteTimeout = opTimeout
+		o.DialTimeout = max(3*opTimeout, 250*time.Millisecond)
+		o.DialerRetries = 1
+		o.PoolTimeout = opTimeout
+		o.MaxRetries = 1
+		o.DisableIdentity = true
+		return goredis.NewClusterClient(o), nil
+	}
 	o, err := goredis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
-	}
-	if opTimeout <= 0 {
-		opTimeout = DefaultOpTimeout
 	}
 	o.ContextTimeoutEnabled = true
 	o.ReadTimeout = opTimeout

@@ -24,7 +24,7 @@ func TestUnavailableRedisFailsFast(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := redis.NewClient("redis://"+addr+"/0", 50*time.Millisecond)
+			c, err := redis.NewClient("redis://"+addr+"/0", false, 50*time.Millisecond)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			o := redis.Options{OpTimeout: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond,

@@ -112,12 +112,14 @@ func find() {
 	why = "redis-server started but did not answer within 5s"
 }
 
-// Stop kills a redis-server this package started (call from TestMain after m.Run).
+// Stop kills the redis-server processes this package started, the single server and the
+// cluster (call from TestMain after m.Run).
 func Stop() {
 	if started != nil {
 		_ = started.Process.Kill()
 		_ = started.Wait()
 	}
+	stopCluster()
 }
 
 func ping(u string) error {

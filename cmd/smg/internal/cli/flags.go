@@ -39,6 +39,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("port")
 	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis `url` for state shared between gateway replicas (empty: in memory)")
 	add("redis-url")
+	fs.BoolVar(&cfg.RedisCluster, "redis-cluster", cfg.RedisCluster, "--redis-url names Redis Cluster seed nodes (redis://h1:p1,h2:p2 or redis://h1:p1?addr=h2:p2; several seeds imply it)")
+	add("redis-cluster")
 	fs.StringVar(&cfg.RedisKeyPrefix, "redis-key-prefix", cfg.RedisKeyPrefix, "prefix of every shared-state key in Redis; two deployments sharing a Redis database need different ones")
 	add("redis-key-prefix")
 	fs.Int64Var(&cfg.MaxPayloadSize, "max-payload-size", cfg.MaxPayloadSize, "largest request body in `bytes`")

@@ -75,6 +75,10 @@ answers (README "Shutdown"), so the kubelet's SIGKILL comes after the gateway's 
 - name: SMG_REDIS_URL
   value: {{ .Values.redis.url | quote }}
 {{- end }}
+{{- if .Values.redis.cluster }}
+- name: SMG_REDIS_CLUSTER
+  value: "true"
+{{- end }}
 {{- with (include "smg.adminSecretName" .) }}
 - name: SMG_ADMIN_API_KEY
   valueFrom:
@@ -92,4 +96,9 @@ answers (README "Shutdown"), so the kubelet's SIGKILL comes after the gateway's 
 {{- with .Values.gateway.extraEnv }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/* The namespace discovery watches and its Role lives in: discovery.namespace, else the release's. */}}
+{{- define "smg.discoveryNamespace" -}}
+{{- .Values.discovery.namespace | default .Release.Namespace }}
 {{- end }}

@@ -55,7 +55,6 @@ type inferenceRoute struct {
 	req, resp               reflect.Type
 	respName                string       // component name of resp (when it is not a struct)
 	stream                  reflect.Type // the JSON of each SSE event; nil: no stream variant
-	errs                    []int        // error statuses beyond the common ones
 }
 
 func inferenceRoutes() []inferenceRoute {

@@ -102,7 +102,7 @@ func concurrentPair() (p, d *worker.Live) {
 	return p, d
 }
 
-func runConcurrent(t *testing.T, eng fakeEngine) (*httptest.ResponseRecorder, error, *outcomes) {
+func runConcurrent(t *testing.T, eng fakeEngine) (*httptest.ResponseRecorder, *outcomes, error) {
 	t.Helper()
 	rec := &outcomes{}
 	d := New(Deps{Config: config.Default(), Engine: eng, Outcomes: rec})
@@ -111,7 +111,7 @@ func runConcurrent(t *testing.T, eng fakeEngine) (*httptest.ResponseRecorder, er
 	p, dc := concurrentPair()
 	w := httptest.NewRecorder()
 	_, err = d.moriio(context.Background(), w, rq, p, dc, http.Header{})
-	return w, err, rec
+	return w, rec, err
 }
 
 // Seed "Failures, Cancellation, and Streaming": under concurrent MoRI-IO WRITE the first leg
@@ -121,7 +121,7 @@ func TestMoRIIOConcurrentDroppedLegRecordsNothing(t *testing.T) {
 	t.Run("a failing prefill drops the decode", func(t *testing.T) {
 		t.Parallel()
 		dropped := make(chan struct{})
-		w, err, rec := runConcurrent(t, fakeEngine{
+		w, rec, err := runConcurrent(t, fakeEngine{
 			prefill: func(context.Context, ports.LegRequest) (*ports.LegResponse, error) {
 				return jsonResp(500, `{"error":{"message":"boom"}}`), nil
 			},
@@ -139,7 +139,7 @@ func TestMoRIIOConcurrentDroppedLegRecordsNothing(t *testing.T) {
 		t.Parallel()
 		dropped := make(chan struct{})
 		start := time.Now()
-		_, err, rec := runConcurrent(t, fakeEngine{
+		_, rec, err := runConcurrent(t, fakeEngine{
 			prefill: waitCancel(dropped),
 			decode: func(context.Context, ports.LegRequest) (*ports.LegResponse, error) {
 				return jsonResp(400, `{"error":{"message":"bad"}}`), nil
@@ -155,7 +155,7 @@ func TestMoRIIOConcurrentDroppedLegRecordsNothing(t *testing.T) {
 	})
 	t.Run("an arrived decode answer is held until the handoff passed, then dropped", func(t *testing.T) {
 		t.Parallel()
-		w, err, rec := runConcurrent(t, fakeEngine{
+		w, rec, err := runConcurrent(t, fakeEngine{
 			prefill: handoffOf(30*time.Millisecond, func(h map[string]any) { h["remote_notify_port"] = 1 }),
 			decode: func(context.Context, ports.LegRequest) (*ports.LegResponse, error) {
 				return jsonResp(200, `{"choices":[{"text":"already here"}]}`), nil
@@ -169,7 +169,7 @@ func TestMoRIIOConcurrentDroppedLegRecordsNothing(t *testing.T) {
 	})
 	t.Run("both legs succeed: each records once", func(t *testing.T) {
 		t.Parallel()
-		w, err, rec := runConcurrent(t, fakeEngine{
+		w, rec, err := runConcurrent(t, fakeEngine{
 			prefill: handoffOf(10*time.Millisecond, nil),
 			decode: func(context.Context, ports.LegRequest) (*ports.LegResponse, error) {
 				return jsonResp(200, `{"choices":[{"text":"done"}]}`), nil

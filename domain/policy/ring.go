@@ -98,7 +98,7 @@ func (r *ring) walk(pos uint64, c []*worker.Live, accept func(int) bool) int {
 	}
 	start := sort.Search(len(r.points), func(k int) bool { return r.points[k] >= pos })
 	var seenBuf [64]bool
-	seen := seenBuf[:0]
+	var seen []bool
 	if len(r.urls) > len(seenBuf) {
 		seen = make([]bool, len(r.urls))
 	} else {

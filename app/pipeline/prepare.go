@@ -104,6 +104,9 @@ func hasTools(raw json.RawMessage) bool {
 // workers' labels, then their GetTokenizer bundles), render the chat template and tokenize
 // (add_special_tokens=false, grpc.md §1.14).
 func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *worker.Live) (*job, error) {
+	if err := checkSamples(rq.N); err != nil {
+		return nil, err
+	}
 	lp, err := readLogprobs(rq)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package grpcfleet_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,6 +19,12 @@ import (
 func TestGRPCFanOutLimit(t *testing.T) {
 	t.Parallel()
 	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	for _, n := range []int{handoff.MaxSamples + 1, 5000} {
+		r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "hi", "max_tokens": 2, "n": n}, nil)
+		require.Equal(t, http.StatusBadRequest, r.Status, "n=%d: %s", n, r.Body)
+		assert.Equal(t, "invalid_request", errCode(t, r))
+		assert.Contains(t, string(r.Body), "n="+strconv.Itoa(n)+" exceeds the gateway's fan-out limit of 128 samples")
+	}
 	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel,
 		"messages": []map[string]any{{"role": "user", "content": "hi"}}, "max_tokens": 2, "n": handoff.MaxSamples + 1}, nil)
 	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))

@@ -63,3 +63,24 @@ func TestGRPCInputValidation(t *testing.T) {
 		assert.Equal(t, http.StatusOK, r.Status, "%v: %s", knob, r.Body)
 	}
 }
+
+// /v1/completions asking for the prompt's logprobs (echo with logprobs) is refused with 501
+// not_supported before any leg instead of a 200 without them; echo alone and logprobs
+// alone are served.
+func TestGRPCCompletionsEchoLogprobsRefused(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
+	for _, stream := range []bool{false, true} {
+		r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "echo me", "max_tokens": 2, "echo": true, "logprobs": 1, "stream": stream}, nil)
+		require.Equal(t, http.StatusNotImplemented, r.Status, string(r.Body))
+		assert.Equal(t, "not_supported", errCode(t, r))
+		assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "echo")
+	}
+	assert.Zero(t, p.Stats().Requests+d.Stats().Requests, "no leg contacted")
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "echo me", "max_tokens": 2, "echo": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	text := r.Object(t)["choices"].([]any)[0].(map[string]any)["text"].(string)
+	assert.True(t, len(text) > len("echo me") && text[:len("echo me")] == "echo me", text)
+	r = g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "echo me", "max_tokens": 2, "logprobs": 1}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+}

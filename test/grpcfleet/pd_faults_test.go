@@ -146,7 +146,7 @@ func TestGRPCDecodeDiesMidStream(t *testing.T) {
 
 // The same broken decode on the other streamed routes: chat ends with the OpenAI error
 // event and [DONE]; /v1/messages with an Anthropic `event: error` (api_error) and no
-// message_stop; /v1/responses with an error event and response.failed.
+// message_stop; /v1/responses with an error event and response.failed; /generate as chat.
 func TestGRPCDecodeDiesMidStreamRoutes(t *testing.T) {
 	t.Parallel()
 	g, _, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
@@ -185,7 +185,16 @@ func TestGRPCDecodeDiesMidStreamRoutes(t *testing.T) {
 	assert.Contains(t, body, "event: error\n")
 	assert.Contains(t, body, `"code":"decode_stream_failed"`)
 	assert.True(t, strings.Contains(body, "event: response.failed\n"), body)
-	assert.EqualValues(t, 3, d.Stats().Requests, "no retry after the commit")
+
+	r = g.Post(t, "/generate", map[string]any{"text": "die midway", "sampling_params": map[string]any{"max_new_tokens": 8}, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done = sseData(t, r.Body)
+	assert.True(t, done, "generate: [DONE] after the error")
+	require.NotEmpty(t, events)
+	e, ok = events[len(events)-1]["error"].(map[string]any)
+	require.True(t, ok, "generate: last event is the error: %s", r.Body)
+	assert.Equal(t, "decode_stream_failed", e["code"])
+	assert.EqualValues(t, 4, d.Stats().Requests, "no retry after the commit")
 }
 
 // A streamed /generate with return_logprob is refused clearly (not silently dropped)

@@ -23,7 +23,7 @@ type logprobAsk struct {
 
 // readLogprobs reads the logprob knobs of a chat ("logprobs": bool, "top_logprobs": 0..20,
 // which needs logprobs) or completions ("logprobs": 0..20 alternatives; present = on)
-// body, or a /generate one ("return_logprob": true, "top_logprobs_num": 0..20: the prompt's
+// body (completions echo with logprobs: 501 not_supported), or a /generate one ("return_logprob": true, "top_logprobs_num": 0..20: the prompt's
 // logprobs from the prefill and the output's from the decode; a streamed /generate with
 // return_logprob is refused with 501 not_supported). Other routes ask for none.
 func readLogprobs(rq *handoff.Request) (logprobAsk, error) {
@@ -33,6 +33,7 @@ func readLogprobs(rq *handoff.Request) (logprobAsk, error) {
 		ReturnLogprob  json.RawMessage `json:"return_logprob"`
 		TopLogprobsNum int             `json:"top_logprobs_num"`
 		Stream         bool            `json:"stream"`
+		Echo           bool            `json:"echo"`
 	}
 	switch rq.Route {
 	case handoff.RouteChat, handoff.RouteCompletions:
@@ -44,7 +45,7 @@ func readLogprobs(rq *handoff.Request) (logprobAsk, error) {
 		return logprobAsk{}, nil
 	}
 	if err := json.Unmarshal(rq.Body.Bytes(), &b); err != nil {
-		return logprobAsk{}, errs.BadRequest("invalid request body: %v", err)
+		return logprobAsk{}, bodyError(err)
 	}
 	if rq.Route == handoff.RouteGenerate {
 		if b.Stream {
@@ -69,6 +70,13 @@ func readLogprobs(rq *handoff.Request) (logprobAsk, error) {
 		var k int
 		if json.Unmarshal(raw, &k) != nil || k < 0 || k > maxTopLogprobs {
 			return logprobAsk{}, errs.BadRequest("logprobs must be an integer between 0 and %d", maxTopLogprobs)
+		}
+		if b.Echo {
+			// The prompt's logprobs would come from the prefill's input_logprobs, which this
+			// path does not ask for yet (docs/grpc-pd.md "Not yet"): refuse rather than answer
+			// a 200 without them.
+			return logprobAsk{}, errs.New(http.StatusNotImplemented, wire.CodeNotSupported,
+				"/v1/completions with echo and logprobs (the prompt's logprobs) is not served over gRPC PD by this gateway yet; drop echo or logprobs, or use HTTP workers")
 		}
 		return logprobAsk{on: true, top: k}, nil
 	}

@@ -153,11 +153,16 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 		committed := r.isCommitted()
 		if committed {
 			pl.record(f.w, f.status) // after the commit the retry loop records nothing
+			r.fail(f.err)
 		}
 		return committed, f.err
 	}
 	if err != nil {
-		return r.isCommitted(), err
+		committed := r.isCommitted()
+		if committed {
+			r.fail(err)
+		}
+		return committed, err
 	}
 	r.finish()
 	return true, nil

@@ -104,13 +104,16 @@ func hasTools(raw json.RawMessage) bool {
 // workers' labels, then their GetTokenizer bundles), render the chat template and tokenize
 // (add_special_tokens=false, grpc.md §1.14).
 func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *worker.Live) (*job, error) {
+	if err := checkSamples(rq.N); err != nil {
+		return nil, err
+	}
 	lp, err := readLogprobs(rq)
 	if err != nil {
 		return nil, err
 	}
 	var b clientBody
 	if err := json.Unmarshal(rq.Body.Bytes(), &b); err != nil {
-		return nil, errs.BadRequest("invalid request body: %v", err)
+		return nil, bodyError(err)
 	}
 	name := b.Model
 	if name == "" && len(p.Models) > 0 {
@@ -139,6 +142,9 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 	if rq.Route == handoff.RouteMessages && len(b.StopSequences) > 0 {
 		k.Stop, _ = json.Marshal(b.StopSequences)
 	}
+	if err := checkKnobs(rq.Route, &b, &k); err != nil {
+		return nil, err
+	}
 	j := &job{rq: rq, model: m, name: name, n: rq.N, stream: b.Stream, echo: b.Echo, rid: b.Rid, tools: b.Tools,
 		includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage, skipSpecial: true, lp: lp}
 	if k.SkipSpecialTokens != nil {
@@ -165,8 +171,8 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 	j.stopIDs = j.sampling.StopTokenIDs
 	switch rq.Route {
 	case handoff.RouteChat:
-		if len(b.Messages) == 0 {
-			return nil, errs.BadRequest("messages is required")
+		if err := checkMessages(b.Messages); err != nil {
+			return nil, err
 		}
 		in := text.ChatInput{Messages: b.Messages, Tools: b.Tools, AddGenerationPrompt: true, TemplateKwargs: b.ChatTemplateKwargs}
 		txt, ids, err := m.ChatPrompt(in)
@@ -174,7 +180,7 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 			if errors.Is(err, text.ErrNoChatTemplate) {
 				return nil, errs.BadRequest("model '%s': %v", name, err)
 			}
-			return nil, errs.BadRequest("chat template: %v", err)
+			return nil, templateError(err)
 		}
 		j.prompts = []prompt{{text: txt, ids: ids}}
 		j.messages = b.Messages
@@ -185,12 +191,16 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 		}
 		in, err := conv(rq.Body.Bytes())
 		if err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, bodyError(err)
+			}
 			return nil, errs.BadRequest("%v", err)
 		}
 		j.tools = in.Tools
 		txt, ids, err := m.ChatPrompt(in)
 		if err != nil {
-			return nil, errs.BadRequest("chat template: %v", err)
+			return nil, templateError(err)
 		}
 		j.prompts = []prompt{{text: txt, ids: ids}}
 		j.messages = in.Messages
@@ -227,6 +237,13 @@ func (pl *Pipeline) prepare(ctx context.Context, rq *handoff.Request, p, dc *wor
 		if len(pr.ids) == 0 {
 			return nil, errs.BadRequest("the prompt is empty")
 		}
+	}
+	field := "prompt"
+	if rq.Route == handoff.RouteGenerate {
+		field = "input_ids"
+	}
+	if err := checkVocab(j.prompts, m.Tokenizer, field); err != nil {
+		return nil, err
 	}
 	return j, nil
 }

@@ -152,3 +152,10 @@ func (s *MessageStream) Finish(f Finish, outputTokens int) []byte {
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": map[string]int{"output_tokens": outputTokens}})...)
 	return append(out, sseEvent("message_stop", map[string]any{"type": "message_stop"})...)
 }
+
+// Error returns the Anthropic in-stream error event that ends a stream which failed after
+// it started: `event: error` with {"type":"error","error":{"type":typ,"message":message}}
+// (Anthropic streaming "Error events"; typ is e.g. "api_error", "overloaded_error").
+func (s *MessageStream) Error(typ, message string) []byte {
+	return sseEvent("error", map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+}

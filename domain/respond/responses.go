@@ -204,3 +204,20 @@ func (s *ResponseStream) Finish(f Finish, u Usage) []byte {
 	}
 	return append(out, s.event(typ, map[string]any{"response": s.body(status, responsesUsageOf(u), incomplete)})...)
 }
+
+// Error returns the events that end a Responses stream which failed after it started: an
+// `error` event {"type":"error","code":code,"message":message,"param":null} and then
+// response.failed whose response has status "failed" and error {code, message} (OpenAI
+// Responses streaming events), each with its sequence_number.
+func (s *ResponseStream) Error(code, message string) []byte {
+	out := s.event("error", map[string]any{"code": code, "message": message, "param": nil})
+	body := s.body("failed", nil, nil)
+	return append(out, s.event("response.failed", map[string]any{"response": responsesFailed{responsesBody: body,
+		Error: map[string]string{"code": code, "message": message}}})...)
+}
+
+// responsesFailed is a response body with its error object.
+type responsesFailed struct {
+	responsesBody
+	Error map[string]string `json:"error"`
+}

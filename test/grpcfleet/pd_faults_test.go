@@ -1,6 +1,7 @@
 package grpcfleet_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -118,9 +119,16 @@ func TestGRPCDecodeDiesMidStream(t *testing.T) {
 	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "die midway", "max_tokens": 8, "stream": true}, nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	events, done := sseData(t, r.Body)
-	assert.False(t, done, "a broken stream does not end with [DONE]")
+	assert.True(t, done, "the broken stream still ends with [DONE]")
+	require.NotEmpty(t, events)
+	last := events[len(events)-1]
+	e, ok := last["error"].(map[string]any)
+	require.True(t, ok, "the last event is the in-stream error: %v", last)
+	assert.Equal(t, "decode_stream_failed", e["code"])
+	assert.NotEmpty(t, e["message"])
+	assert.NotEmpty(t, e["type"])
 	var b strings.Builder
-	for _, ev := range events {
+	for _, ev := range events[:len(events)-1] {
 		for _, c := range ev["choices"].([]any) {
 			if s, ok := c.(map[string]any)["text"].(string); ok {
 				b.WriteString(s)
@@ -134,6 +142,59 @@ func TestGRPCDecodeDiesMidStream(t *testing.T) {
 	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure") == 1 },
 		faultBound, 20*time.Millisecond, "the decode's breaker counts the broken stream")
 	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
+}
+
+// The same broken decode on the other streamed routes: chat ends with the OpenAI error
+// event and [DONE]; /v1/messages with an Anthropic `event: error` (api_error) and no
+// message_stop; /v1/responses with an error event and response.failed; /generate as chat.
+func TestGRPCDecodeDiesMidStreamRoutes(t *testing.T) {
+	t.Parallel()
+	g, _, d := pdFleet(t, grpcsim.EngineSGLang, func(role string, c *grpcsim.Config) {
+		if role == grpcsim.RoleDecode {
+			c.Faults = []string{"die-after:3"}
+		}
+	}, nil)
+	msgs := []map[string]any{{"role": "user", "content": "die midway"}}
+
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "messages": msgs, "max_tokens": 8, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done := sseData(t, r.Body)
+	assert.True(t, done, "chat: [DONE] after the error")
+	require.NotEmpty(t, events)
+	e, ok := events[len(events)-1]["error"].(map[string]any)
+	require.True(t, ok, "chat: last event is the error: %s", r.Body)
+	assert.Equal(t, "decode_stream_failed", e["code"])
+
+	r = g.Post(t, "/v1/messages", map[string]any{"model": pdModel, "messages": msgs, "max_tokens": 8, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	body := string(r.Body)
+	assert.Contains(t, body, "event: message_start")
+	assert.NotContains(t, body, "message_stop")
+	i := strings.LastIndex(body, "event: error\ndata: ")
+	require.GreaterOrEqual(t, i, 0, "messages: an error event: %s", body)
+	var ae map[string]any
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(body[i+len("event: error\ndata: "):])), &ae))
+	assert.Equal(t, "error", ae["type"])
+	assert.Equal(t, "api_error", ae["error"].(map[string]any)["type"])
+	assert.NotEmpty(t, ae["error"].(map[string]any)["message"])
+
+	r = g.Post(t, "/v1/responses", map[string]any{"model": pdModel, "input": "die midway", "max_output_tokens": 8, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	body = string(r.Body)
+	assert.NotContains(t, body, "response.completed")
+	assert.Contains(t, body, "event: error\n")
+	assert.Contains(t, body, `"code":"decode_stream_failed"`)
+	assert.True(t, strings.Contains(body, "event: response.failed\n"), body)
+
+	r = g.Post(t, "/generate", map[string]any{"text": "die midway", "sampling_params": map[string]any{"max_new_tokens": 8}, "stream": true}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done = sseData(t, r.Body)
+	assert.True(t, done, "generate: [DONE] after the error")
+	require.NotEmpty(t, events)
+	e, ok = events[len(events)-1]["error"].(map[string]any)
+	require.True(t, ok, "generate: last event is the error: %s", r.Body)
+	assert.Equal(t, "decode_stream_failed", e["code"])
+	assert.EqualValues(t, 4, d.Stats().Requests, "no retry after the commit")
 }
 
 // A streamed /generate with return_logprob is refused clearly (not silently dropped)

@@ -80,7 +80,8 @@ func (d *Dispatcher) moriio(ctx context.Context, w http.ResponseWriter, rq *hand
 }
 
 // handoffFault counts and logs a handoff that failed its check and returns the attempt's
-// fault, blamed on the prefill that returned it.
+// fault, blamed on the prefill that returned it: a 502 answer of that worker, not a
+// transport failure.
 func (d *Dispatcher) handoffFault(p, dc *worker.Live, plan *handoff.MoRIIOPlan, err error) *legFault {
 	d.metrics.IncKVTransferFailure()
 	e, ok := errs.As(err)
@@ -89,7 +90,9 @@ func (d *Dispatcher) handoffFault(p, dc *worker.Live, plan *handoff.MoRIIOPlan, 
 	}
 	d.log.Warn("MoRI-IO prefill returned an unusable handoff; the decode leg is not sent or is dropped",
 		"prefill", p.URL, "decode", dc.URL, "transfer_id", plan.TransferID, "concurrent", plan.Pair.Concurrent, "why", e.Message)
-	return &legFault{w: p, cause: errBadHandoff, e: e}
+	// The prefill answered: its breaker counts a failure (the cause), and
+	// smg_worker_errors_total counts a backend_error (status 502), not a connection_error.
+	return &legFault{w: p, status: http.StatusBadGateway, cause: errBadHandoff, e: e}
 }
 
 // moriioConcurrent sends both WRITE legs at once (seed "WRITE dispatch: sequential by

@@ -30,14 +30,17 @@ const (
 	KindMissingRole          = "no_workers_of_role"
 	KindNixlNoParams         = "nixl_prefill_returns_no_kv_transfer_params"
 	KindNixlProbeFailed      = "nixl_probe_failed"
+	KindNixlNotProbedGRPC    = "nixl_not_probed_over_grpc"
 	KindContextMismatch      = "context_length_mismatch"
 )
 
 // Severities: an error breaks or silently degrades requests; a warning is a state that may
-// pass (a worker still starting).
+// pass (a worker still starting); a note reports a check that was not made (it never fails
+// the doctor's exit code).
 const (
 	SeverityError   = "error"
 	SeverityWarning = "warning"
+	SeverityNote    = "note"
 )
 
 // Finding is one problem, about one worker when WorkerID is set.
@@ -58,7 +61,8 @@ type Options struct {
 	// ProbeNixl, when set, sends one real prefill request tagged as the gateway tags NIXL
 	// prefills to a vLLM NixlConnector prefill, and reports whether the answer carried
 	// kv_transfer_params (err: the request itself failed). nil skips the probe (it costs a
-	// one-token prefill and holds its KV blocks until the engine's abort timeout).
+	// one-token prefill and holds its KV blocks until the engine's abort timeout). The probe
+	// is an HTTP request: gRPC workers are not probed (a KindNixlNotProbedGRPC note).
 	ProbeNixl func(ctx context.Context, w worker.Worker) (hasParams bool, err error)
 }
 
@@ -206,7 +210,12 @@ func perWorker(ctx context.Context, w worker.Worker, o Options) []Finding {
 				w.Role, w.ID, what))
 		}
 	}
-	if o.ProbeNixl != nil && w.Role == worker.RolePrefill && w.Runtime == worker.RuntimeVLLM && connector == wire.ConnectorNixl {
+	probe := o.ProbeNixl != nil && w.Role == worker.RolePrefill && w.Runtime == worker.RuntimeVLLM && connector == wire.ConnectorNixl
+	if probe && isGRPC(w) {
+		probe = false
+		f(KindNixlNotProbedGRPC, SeverityNote, fmt.Sprintf("NIXL prefill %s not probed over gRPC: the probe request is an HTTP /v1/completions, and on the gRPC path the gateway reads kv_transfer_params from the engine's Generate answer itself", w.ID))
+	}
+	if probe {
 		pctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		ok, err := o.ProbeNixl(pctx, w)
 		cancel()
@@ -244,6 +253,16 @@ func perWorker(ctx context.Context, w worker.Worker, o Options) []Finding {
 func NotReady(w worker.Worker, status string) Finding {
 	return Finding{Kind: KindNotReady, Severity: SeverityWarning, WorkerID: w.ID, URL: w.URL, Role: string(w.Role),
 		Message: fmt.Sprintf("%s %s is %s: it receives no traffic", w.Role, w.ID, status)}
+}
+
+// isGRPC reports a worker served over gRPC: its connection mode, or its URL's grpc:// or
+// grpcs:// scheme when the listing gave no mode.
+func isGRPC(w worker.Worker) bool {
+	if w.Mode == worker.ConnGRPC {
+		return true
+	}
+	m, err := worker.ValidateURL(w.URL)
+	return err == nil && m == worker.ConnGRPC
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

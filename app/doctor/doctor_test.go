@@ -112,3 +112,36 @@ func TestContextMismatch(t *testing.T) {
 	assert.Contains(t, mismatch[0], "longer than 8192 tokens")
 	assert.Empty(t, kinds(fs, "d-same"))
 }
+
+// --probe-requests sends its HTTP probe only to HTTP NIXL prefills: a gRPC one (by its
+// connection mode or, without one, its grpc:// scheme) gets a note, not an error.
+func TestNixlProbeSkipsGRPCWorkers(t *testing.T) {
+	t.Parallel()
+	nixl := func(id, url string, mode worker.ConnectionMode) worker.Worker {
+		return worker.Worker{ID: id, URL: url, Mode: mode, Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"}
+	}
+	ws := []worker.Worker{
+		nixl("p-grpc", "grpc://127.0.0.1:50051", worker.ConnGRPC),
+		nixl("p-grpc-nomode", "grpcs://127.0.0.1:50052", ""),
+		nixl("p-http", "http://127.0.0.1:8100", worker.ConnHTTP),
+		{ID: "d", URL: "grpc://127.0.0.1:50053", Mode: worker.ConnGRPC, Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+	}
+	var probed []string
+	fs := doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeLenient,
+		ProbeNixl: func(_ context.Context, w worker.Worker) (bool, error) {
+			probed = append(probed, w.ID)
+			return true, nil
+		}})
+	assert.Equal(t, []string{"p-http"}, probed, "only the HTTP prefill is probed")
+	for _, id := range []string{"p-grpc", "p-grpc-nomode"} {
+		assert.Equal(t, []string{doctor.KindNixlNotProbedGRPC}, kinds(fs, id), id)
+	}
+	assert.Empty(t, kinds(fs, "p-http"))
+	for _, f := range fs {
+		assert.NotEqual(t, doctor.SeverityError, f.Severity, f.Kind+": "+f.Message)
+		if f.Kind == doctor.KindNixlNotProbedGRPC {
+			assert.Equal(t, doctor.SeverityNote, f.Severity)
+			assert.Contains(t, f.Message, "not probed over gRPC")
+		}
+	}
+}

@@ -32,6 +32,9 @@ func (f *fault) Error() string { return f.err.Error() }
 // prefill_stream_error / decode_stream_error, the HTTP status mapped from the gRPC code
 // (grpcengine.ErrorStatus). Retryable for 408/429/5xx except an UNAVAILABLE
 // "sidecar_timeout…" (the engine's own deadline: another worker would wait as long).
+// A gRPC message-size RESOURCE_EXHAUSTED (grpcengine.IsMessageTooLarge) is the request's
+// own fault: a non-retryable 413 <leg>_worker_failed_to_start naming the sizes, blamed on
+// no worker (no breaker records it).
 func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started bool) *fault {
 	st, msg := grpcengine.ErrorStatus(err)
 	code := wire.CodePrefillFailedToStart
@@ -43,6 +46,15 @@ func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started boo
 		if leg == "decode" {
 			code = "decode_stream_error"
 		}
+	}
+	if grpcengine.IsMessageTooLarge(err) {
+		code = wire.CodePrefillFailedToStart
+		if leg == "decode" {
+			code = wire.CodeDecodeFailedToStart
+		}
+		pl.log.Warn("gRPC PD leg refused: message too large", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+		return &fault{err: &errs.Error{Status: st, Code: code, Leg: leg, Retryable: false,
+			Message: leg + " worker " + l.Worker.ID + " refused the request: " + msg}}
 	}
 	retry := retryableStatus(st)
 	if s, ok := status.FromError(err); ok && s.Code() == codes.Unavailable && strings.HasPrefix(s.Message(), "sidecar_timeout") {
@@ -70,7 +82,7 @@ func retryableStatus(s int) bool {
 
 // record reports a leg outcome to the breakers, if any.
 func (pl *Pipeline) record(w *worker.Live, status int) {
-	if pl.outcomes != nil {
+	if pl.outcomes != nil && w != nil {
 		pl.outcomes.Record(w, status, nil)
 	}
 }

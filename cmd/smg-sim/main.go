@@ -115,7 +115,7 @@ When ready it prints one line:
 		"continuous-batching width in requests; excess requests queue (0 = unlimited)")
 	f.Var(seconds{&cfg.HandoffTimeout}, "handoff-timeout",
 		"how long a leg waits for its peer and unconsumed KV is kept (duration like 300ms/30s, or seconds; SGLang's own is 300s)")
-	f.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens; longer prompts get the engine's 400")
+	f.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens; longer prompts, and max_tokens beyond what is left of it, get the engine's 400")
 	f.BoolVar(&cfg.PrefixCache, "prefix-cache", false, "a prefill reports an exact repeat of a prompt as cached (all but its last token)")
 	f.IntVar(&cfg.MaxRunningRequests, "max-running-requests", cfg.MaxRunningRequests,
 		"max_running_requests reported by SGLang /get_server_info and /server_info, in requests")

@@ -210,7 +210,8 @@ const moriHangGuard = 10 * time.Second
 
 // Seed "MoRI-IO (HTTP)": under sequential dispatch (READ and WRITE) a prefill handoff that
 // fails its check answers 502 moriio_handoff_invalid and no decode leg is sent; each
-// failure is counted in smg_pd_kv_transfer_failures_total.
+// failure is counted in smg_pd_kv_transfer_failures_total and as the prefill's
+// backend_error in smg_worker_errors_total.
 func TestMoRIIOSequentialInvalidHandoffSendsNoDecode(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{sim.MoRIIOModeRead, sim.MoRIIOModeWrite} {
@@ -229,6 +230,9 @@ func TestMoRIIOSequentialInvalidHandoffSendsNoDecode(t *testing.T) {
 				m := f.g.Metrics(t)
 				assert.Equal(t, 2.0, m.Sum("smg_pd_kv_transfer_failures_total"))
 				assert.Equal(t, 2.0, m.Sum("smg_pd_kv_connector_mode_total", "mode", "moriio"))
+				assert.Equal(t, 2.0, m.Sum("smg_worker_errors_total", "worker_type", "prefill", "error_type", "backend_error"),
+					"the prefill answered: an unusable handoff is its 502, not a transport failure")
+				assert.Zero(t, m.Sum("smg_worker_errors_total", "error_type", "connection_error"))
 			})
 		}
 	}

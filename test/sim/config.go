@@ -72,7 +72,8 @@ type Config struct {
 	// HandoffTimeout bounds how long a leg waits for its peer (a room claim, the KV, a
 	// Mooncake fetch) and how long unconsumed KV is kept; default 30s.
 	HandoffTimeout time.Duration
-	// MaxModelLen is the context length in tokens; longer prompts get the engine's 400.
+	// MaxModelLen is the context length in tokens; longer prompts, and a max_tokens larger
+	// than what the prompt leaves of it, get the engine's 400.
 	// Default 32768.
 	MaxModelLen int
 	// MaxRunningRequests is reported as max_running_requests by SGLang /get_server_info and

@@ -157,7 +157,7 @@ func TestRunningAndQueueing(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	req, err := http.NewRequestWithContext(ctx2, http.MethodPost, s.URL()+"/v1/completions",
-		strings.NewReader(`{"prompt":"long","max_tokens":100000,"stream":true}`))
+		strings.NewReader(`{"prompt":"long","max_tokens":30000,"stream":true}`))
 	require.NoError(t, err)
 	resp, err := client.Do(req)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -178,7 +179,41 @@ func (s *Server) validate(raw *rawReq, j *job) *reqError {
 		}
 		return badRequest("The input (%d tokens) is longer than the model's context length (%d tokens).", l, s.cfg.MaxModelLen)
 	}
+	return s.checkMaxTokens(j)
+}
+
+// checkMaxTokens refuses an output budget that does not fit the context window beside the
+// longest prompt, as the engines do before they allocate anything (and so the simulator's
+// per-token buffers stay bounded by MaxModelLen): vLLM answers 400 when max_tokens >
+// max_model_len - prompt tokens (serving_engine's "'max_tokens' or 'max_completion_tokens'
+// is too large"), SGLang with tokenizer_manager's "Requested token count exceeds the model's
+// maximum context length" (the simulator applies the same bound to both: a budget that
+// exactly fills the window is served).
+func (s *Server) checkMaxTokens(j *job) *reqError {
+	l, ctxLen := j.maxPromptLen(), s.cfg.MaxModelLen
+	room := ctxLen - l
+	if s.cfg.Engine == EngineVLLM {
+		if j.maxTokens > room {
+			return &reqError{status: http.StatusBadRequest, param: "max_tokens",
+				msg: "'max_tokens' or 'max_completion_tokens' is too large: " + itoa(j.maxTokens) +
+					". This model's maximum context length is " + itoa(ctxLen) + " tokens and your request has " +
+					itoa(l) + " input tokens (" + itoa(j.maxTokens) + " > " + itoa(ctxLen) + " - " + itoa(l) + ")."}
+		}
+		return nil
+	}
+	if j.maxTokens > room {
+		return badRequest("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
+			ctxLen, satAdd(l, j.maxTokens), l, j.maxTokens)
+	}
 	return nil
+}
+
+// satAdd is a + b for non-negative ints, saturating instead of wrapping.
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 func (s *Server) requestID(r *http.Request, j *job) string {

@@ -281,3 +281,42 @@ func TestVLLMErrorShapes(t *testing.T) {
 	}
 	assert.EqualValues(t, len(cases), d.Stats().Errors)
 }
+
+// A max_tokens that does not fit the context window beside the prompt is the engine's 400
+// before anything is allocated (max_tokens > max_model_len - prompt tokens); the largest budget that fits is served and ends
+// with finish_reason "length".
+func TestMaxTokensOverContextLength(t *testing.T) {
+	t.Parallel()
+	v := start(t, cfgOf(sim.EngineVLLM, sim.RoleDecode, func(c *sim.Config) { c.MaxModelLen = 64 }))
+	for _, body := range []map[string]any{
+		{"prompt": "a b c", "max_tokens": 1000000000000},
+		{"prompt": "a b c", "max_tokens": 62},
+		{"messages": []map[string]any{{"role": "user", "content": "hi"}}, "max_completion_tokens": 1000000000000},
+	} {
+		path := "/v1/completions"
+		if _, ok := body["messages"]; ok {
+			path = "/v1/chat/completions"
+		}
+		r := post(v.URL()+path, body)
+		require.NoError(t, r.err)
+		require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+		e, _ := r.json(t)["error"].(map[string]any)
+		require.NotNil(t, e, string(r.body))
+		assert.Contains(t, e["message"], "is too large")
+		assert.Contains(t, e["message"], "maximum context length is 64 tokens")
+	}
+	ok := post(v.URL()+"/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 61})
+	require.Equal(t, http.StatusOK, ok.status, string(ok.body))
+	ch, _ := ok.json(t)["choices"].([]any)
+	require.Len(t, ch, 1)
+	assert.Equal(t, "length", ch[0].(map[string]any)["finish_reason"])
+
+	sg := start(t, cfgOf(sim.EngineSGLang, sim.RoleDecode, func(c *sim.Config) { c.MaxModelLen = 64 }))
+	r := post(sg.URL()+"/generate", map[string]any{"text": "a b c", "sampling_params": map[string]any{"max_new_tokens": 1000000000000}})
+	require.NoError(t, r.err)
+	require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+	assert.Contains(t, string(r.body), "exceeds the model's maximum context length of 64 tokens")
+	r = post(sg.URL()+"/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 1000000000000, "stream": true})
+	require.NoError(t, r.err)
+	assert.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+}

@@ -40,6 +40,19 @@ func TestHTTPStatusTable(t *testing.T) {
 	st, msg := grpcengine.ErrorStatus(status.Error(codes.ResourceExhausted, "full"))
 	assert.Equal(t, 429, st)
 	assert.Equal(t, "full", msg)
+	for _, m := range []string{
+		"grpc: received message larger than max (306787890 vs. 4194304)",
+		"grpc: trying to send message larger than max (306787890 vs. 4194304)",
+	} {
+		err := status.Error(codes.ResourceExhausted, m)
+		assert.True(t, grpcengine.IsMessageTooLarge(err), m)
+		st, msg = grpcengine.ErrorStatus(err)
+		assert.Equal(t, 413, st, m)
+		assert.Contains(t, msg, "306787890 vs. 4194304")
+		assert.Contains(t, msg, "gRPC message limit")
+	}
+	assert.False(t, grpcengine.IsMessageTooLarge(status.Error(codes.ResourceExhausted, "full")))
+	assert.False(t, grpcengine.IsMessageTooLarge(status.Error(codes.Internal, "received message larger than max (2 vs. 1)")))
 	st, _ = grpcengine.ErrorStatus(context.DeadlineExceeded)
 	assert.Equal(t, 504, st)
 	st, _ = grpcengine.ErrorStatus(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -39,7 +40,8 @@ func HTTPStatus(c codes.Code) int {
 }
 
 // ErrorStatus is HTTPStatus for an RPC error: 200 for nil; the mapped status of a gRPC
-// status error; 504 for a bare context.DeadlineExceeded and 400 for context.Canceled (as
+// status error, except 413 for a RESOURCE_EXHAUSTED that is a message-size limit
+// (IsMessageTooLarge), where the same request would fail on every worker; 504 for a bare context.DeadlineExceeded and 400 for context.Canceled (as
 // grpc-go reports them); 500 for anything else. The message is the status message (or
 // err's text).
 func ErrorStatus(err error) (int, string) {
@@ -47,6 +49,9 @@ func ErrorStatus(err error) (int, string) {
 		return http.StatusOK, ""
 	}
 	if s, ok := status.FromError(err); ok {
+		if IsMessageTooLarge(err) {
+			return http.StatusRequestEntityTooLarge, "request too large for the engine's gRPC message limit: " + s.Message()
+		}
 		return HTTPStatus(s.Code()), s.Message()
 	}
 	switch {
@@ -56,4 +61,19 @@ func ErrorStatus(err error) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
+}
+
+// IsMessageTooLarge reports a RESOURCE_EXHAUSTED status raised by a gRPC message-size limit
+// rather than by engine load: grpc-go's "received message larger than max (N vs. M)" (the
+// receiver's MaxRecvMsgSize, 4 MiB by default) and "trying to send message larger than max
+// (N vs. M)" (the sender's MaxSendMsgSize), N and M in bytes. Retrying such a request on
+// another worker with the same limit cannot succeed.
+func IsMessageTooLarge(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok || s.Code() != codes.ResourceExhausted {
+		return false
+	}
+	m := s.Message()
+	return strings.Contains(m, "received message larger than max") ||
+		strings.Contains(m, "trying to send message larger than max")
 }

@@ -144,3 +144,34 @@ func TestDoctorProbeFindsANixlPrefillWithoutParams(t *testing.T) {
 	assert.NotEqual(t, good, rep.Findings[0].WorkerID)
 	assert.Equal(t, int64(1), f.Prefills[0].Stats().Requests, "the healthy prefill got exactly the probe")
 }
+
+// --probe-requests on a gRPC vLLM NIXL fleet sends no HTTP probe to the grpc:// workers: the
+// prefill gets a "not probed over gRPC" note and the doctor exits 0.
+func TestDoctorProbeSkipsGRPCWorkers(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/workers" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"workers":[
+{"id":"p0","url":"grpc://127.0.0.1:1","model_id":"m","worker_type":"prefill","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready"},
+{"id":"d0","url":"grpc://127.0.0.1:2","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errOut := runCLI([]string{"doctor", "--url", srv.URL, "--json", "--probe-requests"}, nil)
+	assert.Equal(t, 0, code, errOut+out)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.True(t, rep.OK, out)
+	require.Len(t, rep.Findings, 1, out)
+	assert.Equal(t, "nixl_not_probed_over_grpc", rep.Findings[0].Kind)
+	assert.Equal(t, "note", rep.Findings[0].Severity)
+	assert.Equal(t, "p0", rep.Findings[0].WorkerID)
+	assert.NotContains(t, out, "unsupported protocol scheme")
+
+	code, out, _ = runCLI([]string{"doctor", "--url", srv.URL, "--probe-requests"}, nil)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "not probed over gRPC")
+}

@@ -168,7 +168,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			case completed:
 			default:
 				if !first {
-					pl.observeDecodeTTFT(r.j, decodeStart)
+					pl.observeDecodeTTFT(gctx, r.j, decodeStart)
 				}
 				first, dtC = true, nil
 				if hold {

@@ -112,6 +112,11 @@ func (pl *Pipeline) Close(ctx context.Context) error {
 // Attempt runs every stage once on the selected pair (a retry runs them all again: fresh
 // ids, rooms and claims).
 func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p, dc *worker.Live, _ http.Header) (bool, error) {
+	// The access log and the RED series learn the pair as on the HTTP path, failures included.
+	ri := ports.RequestInfoFrom(ctx)
+	ri.SetLeg("prefill", p.ID, string(p.Runtime))
+	ri.SetLeg("decode", dc.ID, string(dc.Runtime))
+	ri.SetConnMode(string(worker.ConnGRPC))
 	proto, err := checkPair(p, dc)
 	if err != nil {
 		return false, err
@@ -196,8 +201,12 @@ func endpoint(r handoff.Route) string {
 	return "other"
 }
 
-// observeDecodeTTFT records a decode leg's first output, dispatched at start.
-func (pl *Pipeline) observeDecodeTTFT(j *job, start time.Time) {
+// observeDecodeTTFT records a decode leg's first output, dispatched at start, and the
+// request's TTFT (from its arrival at the gateway) for the access log.
+func (pl *Pipeline) observeDecodeTTFT(ctx context.Context, j *job, start time.Time) {
+	if ri := ports.RequestInfoFrom(ctx); ri != nil && !ri.Start.IsZero() {
+		ri.FirstToken(time.Since(ri.Start))
+	}
 	if pl.decodeTTFT != nil {
 		pl.decodeTTFT.ObserveDecodeTTFT(j.name, endpoint(j.rq.Route), time.Since(start))
 	}

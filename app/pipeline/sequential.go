@@ -201,7 +201,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				continue
 			}
 			if !first {
-				pl.observeDecodeTTFT(r.j, prefilledAt)
+				pl.observeDecodeTTFT(gctx, r.j, prefilledAt)
 			}
 			first, dtC = true, nil
 			if r.event(u, it.ev) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,8 +32,10 @@ func (f *fault) Error() string { return f.err.Error() }
 // (grpc.md §1.8, §3.3): <leg>_worker_failed_to_start before the leg's first item, else
 // prefill_stream_error / decode_stream_error, the HTTP status mapped from the gRPC code
 // (grpcengine.ErrorStatus). Retryable for 408/429/5xx except an UNAVAILABLE
-// "sidecar_timeout…" (the engine's own deadline: another worker would wait as long).
-func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started bool) *fault {
+// "sidecar_timeout…" (the engine's own deadline: another worker would wait as long). The
+// log line is written with the request's ctx, so it carries the access line's request_id
+// (and trace_id); the leg's engine rid is engine_request_id.
+func (pl *Pipeline) legFault(ctx context.Context, leg string, l ports.GRPCLeg, err error, started bool) *fault {
 	st, msg := grpcengine.ErrorStatus(err)
 	code := wire.CodePrefillFailedToStart
 	if leg == "decode" {
@@ -49,9 +52,9 @@ func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started boo
 		retry = false
 	}
 	if st < 500 {
-		pl.log.Warn("gRPC PD leg refused", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+		pl.log.WarnContext(ctx, "gRPC PD leg refused", "leg", leg, "worker", l.Worker.DisplayURL(), "engine_request_id", l.RequestID, "status", st, "err", msg)
 	} else {
-		pl.log.Error("gRPC PD leg failed", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+		pl.log.ErrorContext(ctx, "gRPC PD leg failed", "leg", leg, "worker", l.Worker.DisplayURL(), "engine_request_id", l.RequestID, "status", st, "err", msg)
 	}
 	e := &errs.Error{Status: st, Code: code, Leg: leg, Retryable: retry,
 		Message: leg + " worker " + l.Worker.ID + " failed: " + msg}

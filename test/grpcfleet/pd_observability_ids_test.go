@@ -1,8 +1,10 @@
 package grpcfleet_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,4 +52,36 @@ func TestGRPCLegFailureIsLoggedUnderTheRequestID(t *testing.T) {
 	m := g.Metrics(t)
 	assert.Equal(t, 1.0, m.Sum("smg_router_request_errors_total", "router_type", "grpc", "connection_mode", "grpc",
 		"endpoint", "completions", "error_type", "backend_error"))
+}
+
+// A client that leaves a gRPC stream midway is logged as the dispatcher's gone client
+// (499, client_closed_request), not as a 200 ok; the legs are retired.
+func TestGRPCStreamClientDisconnectIsLoggedAsClientClosed(t *testing.T) {
+	t.Parallel()
+	g, logs, p, d := obsPD(t, func(_ string, c *grpcsim.Config) { c.ITL = 50 * time.Millisecond }, nil)
+	pid, did := workerIDs(t, g, p, d)
+	const reqID = "obs-grpc-gone-1"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := g.NewRequest(t, ctx, "/v1/chat/completions", map[string]any{"model": pdModel, "stream": true, "max_tokens": 200,
+		"ignore_eos": true, "messages": []map[string]any{{"role": "user", "content": "a long answer"}}}, http.Header{"X-Request-Id": {reqID}})
+	resp, err := g.Client.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	buf := make([]byte, 256)
+	n, err := resp.Body.Read(buf)
+	require.NoError(t, err)
+	require.Contains(t, string(buf[:n]), "data:")
+	cancel()
+	_ = resp.Body.Close()
+
+	line := logs.accessLine(t, reqID)
+	assert.Equal(t, float64(499), line["status"])
+	assert.Equal(t, "client_closed_request", line["outcome"])
+	assert.Equal(t, "client_closed_request", line["error_code"])
+	assert.Equal(t, pid, line["prefill_worker"])
+	assert.Equal(t, did, line["decode_worker"])
+	assert.Greater(t, line["ttft_ms"], 0.0)
+	require.Eventually(t, func() bool { return d.Stats().Aborted == 1 }, faultBound, 10*time.Millisecond,
+		"the decode is aborted: %+v", d.Stats())
 }

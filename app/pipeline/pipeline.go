@@ -133,6 +133,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 		return false, err
 	}
 	clientID, base := pl.responseID(j)
+	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
 	if err := attachMedia(j, proto, units, dc); err != nil {
 		return false, err
@@ -166,6 +167,17 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	}
 	r.finish()
 	return true, nil
+}
+
+// engineBase is the base of the attempt's engine request ids: without a body rid, the
+// gateway's request id (the client's X-Request-Id, or the one it minted: the access line's
+// request_id) becomes "{id}-{uuidv7}", fresh on every attempt (grpc.md §1.7, smg-spec.md
+// §9.5), so the engines' logs are found with the same grep; else base as built.
+func (pl *Pipeline) engineBase(j *job, requestID, base string) string {
+	if j.rid != "" || requestID == "" {
+		return base
+	}
+	return requestID + "-" + pl.newUUID()
 }
 
 // admitRooms is the admit stage: one room per backend request on the decode worker's

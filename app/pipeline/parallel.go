@@ -161,7 +161,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			case it.err != nil && completed:
 				// Every sample already finished; the answer stands.
 				decodeDone, dch = true, nil
-				pl.log.Warn("gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "err", it.err)
+				pl.log.WarnContext(gctx, "gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "engine_request_id", u.dLeg.RequestID, "err", it.err)
 			case it.err != nil:
 				decodeDone, dch = true, nil
 				fail(pl.legFault(gctx, "decode", u.dLeg, it.err, first))

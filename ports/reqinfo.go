@@ -28,7 +28,9 @@ type RequestInfo struct {
 	prefillID string
 	decodeID  string
 	runtime   string
+	connMode  string
 	ttft      time.Duration
+	gone      bool
 }
 
 // RequestInfoSnapshot is a consistent copy of a RequestInfo's fields.
@@ -50,8 +52,15 @@ type RequestInfoSnapshot struct {
 	PrefillID, DecodeID string
 	// Runtime is the last prefill leg's engine runtime (sglang, vllm, ...).
 	Runtime string
-	// TTFT is request start to the first byte of the decode answer; 0 if none arrived.
+	// ConnMode is the last pair's connection mode, SMG's connection_mode label ("grpc" for
+	// a pair served over gRPC); "" for HTTP pairs and requests no pair served.
+	ConnMode string
+	// TTFT is request start to the first byte of the decode answer (gRPC: its first output
+	// item); 0 if none arrived.
 	TTFT time.Duration
+	// ClientGone: the client went away before its answer ended (the dispatcher's 499
+	// client_closed_request, never written).
+	ClientGone bool
 }
 
 type requestInfoKey struct{}
@@ -123,6 +132,26 @@ func (ri *RequestInfo) SetLeg(role, workerID, runtime string) {
 	ri.mu.Unlock()
 }
 
+// SetConnMode records the connection mode of the pair an attempt runs on ("grpc").
+func (ri *RequestInfo) SetConnMode(mode string) {
+	if ri == nil {
+		return
+	}
+	ri.mu.Lock()
+	ri.connMode = mode
+	ri.mu.Unlock()
+}
+
+// SetClientGone records that the client went away before its answer ended.
+func (ri *RequestInfo) SetClientGone() {
+	if ri == nil {
+		return
+	}
+	ri.mu.Lock()
+	ri.gone = true
+	ri.mu.Unlock()
+}
+
 // FirstToken records the time to first token once (the first call wins).
 func (ri *RequestInfo) FirstToken(d time.Duration) {
 	if ri == nil {
@@ -154,5 +183,5 @@ func (ri *RequestInfo) Snapshot() RequestInfoSnapshot {
 	defer ri.mu.Unlock()
 	return RequestInfoSnapshot{Route: ri.route, RequestID: ri.requestID, TraceID: ri.traceID, Model: ri.model,
 		Endpoint: ri.endpoint, Stream: ri.stream, Attempts: ri.attempts, PrefillID: ri.prefillID,
-		DecodeID: ri.decodeID, Runtime: ri.runtime, TTFT: ri.ttft}
+		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone}
 }

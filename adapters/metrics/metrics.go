@@ -162,8 +162,13 @@ func (m *Metrics) IncAdmissionWait() { m.admissionWaits.Inc() }
 // IncAdmissionShed increments smg_pd_admission_sheds_total.
 func (m *Metrics) IncAdmissionShed() { m.admissionSheds.Inc() }
 
-// IncSelection increments smg_worker_selection_total{worker_type,connection_mode,model,policy}.
+// IncSelection increments smg_worker_selection_total{worker_type,connection_mode,model,policy};
+// a request without a model (e.g. /generate) counts under model "unknown" (ModelUnknown), as
+// the smg_router_* series do.
 func (m *Metrics) IncSelection(workerType, connectionMode, model, policy string) {
+	if model == "" {
+		model = ModelUnknown
+	}
 	m.selection.WithLabelValues(workerType, connectionMode, m.model(model), policy).Inc()
 }
 

@@ -218,3 +218,15 @@ func render(t *testing.T, reg *prometheus.Registry, name string, labels []string
 	}
 	return strings.Join(parts, ";")
 }
+
+func TestSelectionWithoutModelIsUnknown(t *testing.T) {
+	t.Parallel()
+	m, reg := newMetrics(t)
+	m.IncSelection("decode", "grpc", "", "round_robin")
+	want := `
+# HELP smg_worker_selection_total Worker picks per leg.
+# TYPE smg_worker_selection_total counter
+smg_worker_selection_total{connection_mode="grpc",model="unknown",policy="round_robin",worker_type="decode"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), metrics.NameWorkerSelection))
+}

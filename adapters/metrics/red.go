@@ -45,10 +45,12 @@ const (
 	PathUnmatched = "unmatched"
 	// ModelUnknown is SMG's model label for a request without a model (e.g. /generate).
 	ModelUnknown = "unknown"
-	// RouterTypeHTTP and BackendTypePD, ConnModeHTTP label every smg_router_* series of
-	// this gateway's HTTP PD router.
+	// RouterTypeHTTP and ConnModeHTTP (with BackendTypePD) label the smg_router_* series of
+	// requests served by an HTTP pair; RouterTypeGRPC (router.go) and ConnModeGRPC those of
+	// a gRPC pair (SMG's gRPC router, smg-spec.md §7.2).
 	RouterTypeHTTP = "http"
 	ConnModeHTTP   = "http"
+	ConnModeGRPC   = "grpc"
 )
 
 // RED records the HTTP layer, the router layer and the worker-error series. Methods are
@@ -136,10 +138,14 @@ func (r *RED) Middleware(next http.Handler) http.Handler {
 
 func (r *RED) observeRouter(s ports.RequestInfoSnapshot, status int, d time.Duration) {
 	model := r.model(s.Model)
-	r.routerRequests.WithLabelValues(RouterTypeHTTP, BackendTypePD, ConnModeHTTP, model, s.Endpoint, strconv.FormatBool(s.Stream)).Inc()
-	r.routerDuration.WithLabelValues(RouterTypeHTTP, BackendTypePD, ConnModeHTTP, model, s.Endpoint).Observe(d.Seconds())
+	rt, cm := RouterTypeHTTP, ConnModeHTTP
+	if s.ConnMode == ConnModeGRPC {
+		rt, cm = RouterTypeGRPC, ConnModeGRPC
+	}
+	r.routerRequests.WithLabelValues(rt, BackendTypePD, cm, model, s.Endpoint, strconv.FormatBool(s.Stream)).Inc()
+	r.routerDuration.WithLabelValues(rt, BackendTypePD, cm, model, s.Endpoint).Observe(d.Seconds())
 	if status >= 400 {
-		r.routerErrors.WithLabelValues(RouterTypeHTTP, BackendTypePD, ConnModeHTTP, model, s.Endpoint, ErrorType(status)).Inc()
+		r.routerErrors.WithLabelValues(rt, BackendTypePD, cm, model, s.Endpoint, ErrorType(status)).Inc()
 	}
 }
 

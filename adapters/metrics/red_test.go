@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/adapters/store/memory"
 	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
 )
 
 func TestErrorTypeFollowsSMGMapping(t *testing.T) {
@@ -93,4 +95,39 @@ func TestConnStateTracksOpenConnections(t *testing.T) {
 smg_http_connections_active 1
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "smg_http_connections_active"))
+}
+
+// A request served by a gRPC pair is labelled router_type/connection_mode "grpc" on every
+// smg_router_* series; one served by an HTTP pair stays "http".
+func TestRouterSeriesFollowThePairConnectionMode(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	red, err := metrics.NewRED(reg, nil)
+	require.NoError(t, err)
+	serve := func(mode string, status int) {
+		h := red.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ri := ports.RequestInfoFrom(r.Context())
+			ri.SetRequest("m", "chat", false)
+			ri.SetConnMode(mode)
+			w.WriteHeader(status)
+		}))
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		req = req.WithContext(ports.WithRequestInfo(req.Context(), &ports.RequestInfo{}))
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	serve("grpc", 200)
+	serve("grpc", 502)
+	serve("", 200)
+	want := `
+# HELP smg_router_requests_total Generation requests routed through a prefill/decode pair.
+# TYPE smg_router_requests_total counter
+smg_router_requests_total{backend_type="pd",connection_mode="grpc",endpoint="chat",model="m",router_type="grpc",streaming="false"} 2
+smg_router_requests_total{backend_type="pd",connection_mode="http",endpoint="chat",model="m",router_type="http",streaming="false"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "smg_router_requests_total"))
+	wantErr := `
+# HELP smg_router_request_errors_total Routed requests answered with an error status, by error_type (smg-spec.md §7.4 mapping).
+# TYPE smg_router_request_errors_total counter
+smg_router_request_errors_total{backend_type="pd",connection_mode="grpc",endpoint="chat",error_type="backend_error",model="m",router_type="grpc"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(wantErr), "smg_router_request_errors_total"))
 }

@@ -16,10 +16,13 @@ import (
 // request context (unless one is there) and, once the response is done, writes one INFO
 // record "request" per request with: method, route (the matched pattern, never the raw
 // URL's query), path, status, error_code (X-SMG-Error-Code), outcome (ok, client_error,
-// server_error), duration_ms, ttft_ms (0 when no decode byte arrived), bytes, request_id,
+// server_error, client_closed_request), duration_ms, ttft_ms (0 when no decode byte arrived), bytes, request_id,
 // trace_id, model, stream, attempts, prefill_worker and decode_worker (worker ids, never
 // addresses). Probes and scrapes (/health, /liveness, /readiness, /metrics) are logged at
-// debug only, so a kubelet's probes do not flood INFO.
+// debug only, so a kubelet's probes do not flood INFO. A request whose client went away
+// before its answer ended (ports.RequestInfo.SetClientGone) is logged as the dispatcher's
+// unwritten error: status 499, error_code and outcome client_closed_request, whatever
+// status line had already been sent.
 func AccessLog(log *slog.Logger) func(http.Handler) http.Handler {
 	if log == nil {
 		log = slog.Default()
@@ -33,6 +36,11 @@ func AccessLog(log *slog.Logger) func(http.Handler) http.Handler {
 			}
 			m := httpsnoop.CaptureMetrics(next, w, r)
 			s := ri.Snapshot()
+			status, code := m.Code, w.Header().Get(wire.HeaderErrorCode)
+			outcome := Outcome(status)
+			if s.ClientGone {
+				status, code, outcome = StatusClientClosed, CodeClientClosed, CodeClientClosed
+			}
 			level := slog.LevelInfo
 			if quietRoutes[s.Route] {
 				level = slog.LevelDebug
@@ -46,9 +54,9 @@ func AccessLog(log *slog.Logger) func(http.Handler) http.Handler {
 				slog.String("method", r.Method),
 				slog.String("route", s.Route),
 				slog.String("path", r.URL.Path),
-				slog.Int("status", m.Code),
-				slog.String("error_code", w.Header().Get(wire.HeaderErrorCode)),
-				slog.String("outcome", Outcome(m.Code)),
+				slog.Int("status", status),
+				slog.String("error_code", code),
+				slog.String("outcome", outcome),
 				slog.Float64("duration_ms", ms(m.Duration)),
 				slog.Float64("ttft_ms", ms(s.TTFT)),
 				slog.Int64("bytes", m.Written),
@@ -63,6 +71,13 @@ func AccessLog(log *slog.Logger) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// StatusClientClosed and CodeClientClosed are what the access line says for a client that
+// went away: the dispatcher's 499-style client_closed_request (never written).
+const (
+	StatusClientClosed = 499
+	CodeClientClosed   = "client_closed_request"
+)
 
 // quietRoutes are logged at debug: health probes and metric scrapes.
 var quietRoutes = map[string]bool{"/health": true, "/liveness": true, "/readiness": true, "/metrics": true}

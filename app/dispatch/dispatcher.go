@@ -210,11 +210,13 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 				case <-t.C:
 				case <-ctx.Done():
 					t.Stop()
+					markClientGone(ri, contextError(ctx, "waiting to retry"))
 					WriteError(w, last)
 					return
 				}
 			}
 			committed, err := d.attempt(ctx, w, rq, preq, hdr, tr)
+			markClientGone(ri, err)
 			if err == nil || committed {
 				d.recordFault(tr.settle(true))
 				return
@@ -243,6 +245,14 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		}
 		WriteError(w, last)
 	})
+}
+
+// markClientGone tells the access log that the client went away when err is the 499
+// client_closed_request of a gone client (contextError), committed or not.
+func markClientGone(ri *ports.RequestInfo, err error) {
+	if e, ok := errs.As(err); ok && e.Status == 499 {
+		ri.SetClientGone()
+	}
 }
 
 // newBackOff is a request's retry backoff (--retry-initial-backoff-ms, --retry-jitter-factor,

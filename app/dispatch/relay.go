@@ -10,6 +10,7 @@ import (
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/ports"
 )
 
 // relayBufSize is the read size of the streaming relay (bytes). Each read is written and
@@ -150,6 +151,8 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 	}
 	if e := d.streamBroke(o, rerr); e.Status != 499 {
 		d.streamFail(w, rc, e)
+	} else {
+		markClientGone(ports.RequestInfoFrom(o.reqCtx), e)
 	}
 	return true, nil
 }

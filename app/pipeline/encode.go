@@ -106,11 +106,11 @@ func (pl *Pipeline) sendEncodes(ctx context.Context, jobs []encodeJob, units []u
 			ok, err := pl.encoder.Encode(rctx, jb.w.Worker, id, jb.mm, jb.room)
 			switch {
 			case err != nil:
-				pl.log.Warn("EPD encode job failed; the prefill's embedding wait will fail the request",
-					"encode_worker", jb.w.Worker.DisplayURL(), "request_id", id, "room", jb.room, "error", err.Error())
+				pl.log.WarnContext(bg, "EPD encode job failed; the prefill's embedding wait will fail the request",
+					"encode_worker", jb.w.Worker.DisplayURL(), "engine_request_id", id, "room", jb.room, "error", err.Error())
 			case !ok:
-				pl.log.Warn("EPD encode worker did not accept the job", "encode_worker", jb.w.Worker.DisplayURL(),
-					"request_id", id, "room", jb.room)
+				pl.log.WarnContext(bg, "EPD encode worker did not accept the job", "encode_worker", jb.w.Worker.DisplayURL(),
+					"engine_request_id", id, "room", jb.room)
 			}
 		}()
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -34,8 +35,10 @@ func (f *fault) Error() string { return f.err.Error() }
 // "sidecar_timeout…" (the engine's own deadline: another worker would wait as long).
 // A gRPC message-size RESOURCE_EXHAUSTED (grpcengine.IsMessageTooLarge) is the request's
 // own fault: a non-retryable 413 <leg>_worker_failed_to_start naming the sizes, blamed on
-// no worker (no breaker records it).
-func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started bool) *fault {
+// no worker (no breaker records it). The log line is written with the request's ctx, so it
+// carries the access line's request_id (and trace_id); the leg's engine rid is
+// engine_request_id.
+func (pl *Pipeline) legFault(ctx context.Context, leg string, l ports.GRPCLeg, err error, started bool) *fault {
 	st, msg := grpcengine.ErrorStatus(err)
 	code := wire.CodePrefillFailedToStart
 	if leg == "decode" {
@@ -52,7 +55,7 @@ func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started boo
 		if leg == "decode" {
 			code = wire.CodeDecodeFailedToStart
 		}
-		pl.log.Warn("gRPC PD leg refused: message too large", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+		pl.log.WarnContext(ctx, "gRPC PD leg refused: message too large", "leg", leg, "worker", l.Worker.DisplayURL(), "engine_request_id", l.RequestID, "status", st, "err", msg)
 		return &fault{err: &errs.Error{Status: st, Code: code, Leg: leg, Retryable: false,
 			Message: leg + " worker " + l.Worker.ID + " refused the request: " + msg}}
 	}
@@ -61,9 +64,9 @@ func (pl *Pipeline) legFault(leg string, l ports.GRPCLeg, err error, started boo
 		retry = false
 	}
 	if st < 500 {
-		pl.log.Warn("gRPC PD leg refused", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+		pl.log.WarnContext(ctx, "gRPC PD leg refused", "leg", leg, "worker", l.Worker.DisplayURL(), "engine_request_id", l.RequestID, "status", st, "err", msg)
 	} else {
-		pl.log.Error("gRPC PD leg failed", "leg", leg, "worker", l.Worker.DisplayURL(), "request_id", l.RequestID, "status", st, "err", msg)
+		pl.log.ErrorContext(ctx, "gRPC PD leg failed", "leg", leg, "worker", l.Worker.DisplayURL(), "engine_request_id", l.RequestID, "status", st, "err", msg)
 	}
 	e := &errs.Error{Status: st, Code: code, Leg: leg, Retryable: retry,
 		Message: leg + " worker " + l.Worker.ID + " failed: " + msg}

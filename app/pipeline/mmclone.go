@@ -138,7 +138,7 @@ func (pl *Pipeline) relayIdentity(dec *ports.GRPCLeg, u *unit, relay bool) {
 	id := u.identity
 	if id == nil || len(id.PromptIDs) == 0 || id.MM == nil {
 		pl.log.Warn("vLLM prefill returned no usable media_identity; the decode keeps its media references",
-			"prefill", u.pLeg.Worker.DisplayURL(), "request_id", dec.RequestID)
+			"prefill", u.pLeg.Worker.DisplayURL(), "engine_request_id", dec.RequestID)
 		return
 	}
 	dec.InputIDs = id.PromptIDs

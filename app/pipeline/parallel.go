@@ -86,14 +86,14 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	legCtx := context.WithoutCancel(gctx)
 	pst, err := pl.gen.Generate(legCtx, u.pLeg)
 	if err != nil {
-		fail(pl.legFault("prefill", u.pLeg, err, false))
+		fail(pl.legFault(gctx, "prefill", u.pLeg, err, false))
 		return
 	}
 	decodeStart := time.Now()
 	dst, err := pl.gen.Generate(legCtx, u.dLeg)
 	if err != nil {
 		pl.retire(u.pLeg, pst)
-		fail(pl.legFault("decode", u.dLeg, err, false))
+		fail(pl.legFault(gctx, "decode", u.dLeg, err, false))
 		return
 	}
 	stopP, stopD := make(chan struct{}), make(chan struct{})
@@ -147,7 +147,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 				release()
 			case it.err != nil:
 				prefillDone, pch = true, nil
-				fail(pl.legFault("prefill", u.pLeg, it.err, first))
+				fail(pl.legFault(gctx, "prefill", u.pLeg, it.err, first))
 			case it.ev.Complete:
 				r.prefilled(u, it.ev)
 				release()
@@ -161,14 +161,14 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			case it.err != nil && completed:
 				// Every sample already finished; the answer stands.
 				decodeDone, dch = true, nil
-				pl.log.Warn("gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "err", it.err)
+				pl.log.WarnContext(gctx, "gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "engine_request_id", u.dLeg.RequestID, "err", it.err)
 			case it.err != nil:
 				decodeDone, dch = true, nil
-				fail(pl.legFault("decode", u.dLeg, it.err, first))
+				fail(pl.legFault(gctx, "decode", u.dLeg, it.err, first))
 			case completed:
 			default:
 				if !first {
-					pl.observeDecodeTTFT(r.j, decodeStart)
+					pl.observeDecodeTTFT(gctx, r.j, decodeStart)
 				}
 				first, dtC = true, nil
 				if hold {

@@ -112,6 +112,11 @@ func (pl *Pipeline) Close(ctx context.Context) error {
 // Attempt runs every stage once on the selected pair (a retry runs them all again: fresh
 // ids, rooms and claims).
 func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p, dc *worker.Live, _ http.Header) (bool, error) {
+	// The access log and the RED series learn the pair as on the HTTP path, failures included.
+	ri := ports.RequestInfoFrom(ctx)
+	ri.SetLeg("prefill", p.ID, string(p.Runtime))
+	ri.SetLeg("decode", dc.ID, string(dc.Runtime))
+	ri.SetConnMode(string(worker.ConnGRPC))
 	proto, err := checkPair(p, dc)
 	if err != nil {
 		return false, err
@@ -128,6 +133,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 		return false, err
 	}
 	clientID, base := pl.responseID(j)
+	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
 	if err := attachMedia(j, proto, units, dc); err != nil {
 		return false, err
@@ -168,6 +174,17 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	return true, nil
 }
 
+// engineBase is the base of the attempt's engine request ids: without a body rid, the
+// gateway's request id (the client's X-Request-Id, or the one it minted: the access line's
+// request_id) becomes "{id}-{uuidv7}", fresh on every attempt (grpc.md §1.7, smg-spec.md
+// §9.5), so the engines' logs are found with the same grep; else base as built.
+func (pl *Pipeline) engineBase(j *job, requestID, base string) string {
+	if j.rid != "" || requestID == "" {
+		return base
+	}
+	return requestID + "-" + pl.newUUID()
+}
+
 // admitRooms is the admit stage: one room per backend request on the decode worker's
 // window (grpc.md §1.4), through the shared Admitter.
 func (pl *Pipeline) admitRooms(ctx context.Context, dc *worker.Live, n int) (func(), error) {
@@ -201,8 +218,12 @@ func endpoint(r handoff.Route) string {
 	return "other"
 }
 
-// observeDecodeTTFT records a decode leg's first output, dispatched at start.
-func (pl *Pipeline) observeDecodeTTFT(j *job, start time.Time) {
+// observeDecodeTTFT records a decode leg's first output, dispatched at start, and the
+// request's TTFT (from its arrival at the gateway) for the access log.
+func (pl *Pipeline) observeDecodeTTFT(ctx context.Context, j *job, start time.Time) {
+	if ri := ports.RequestInfoFrom(ctx); ri != nil && !ri.Start.IsZero() {
+		ri.FirstToken(time.Since(ri.Start))
+	}
 	if pl.decodeTTFT != nil {
 		pl.decodeTTFT.ObserveDecodeTTFT(j.name, endpoint(j.rq.Route), time.Since(start))
 	}

@@ -156,8 +156,8 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		if pl.metrics != nil {
 			pl.metrics.IncKVTransferFailure()
 		}
-		pl.log.Warn("NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
-			"prefill", p.DisplayURL(), "request_id", pre.RequestID)
+		pl.log.WarnContext(gctx, "NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
+			"prefill", p.DisplayURL(), "engine_request_id", pre.RequestID)
 	}
 	pl.relayIdentity(&dec, u, relay)
 	if stripped(dec.MM) && dec.KVTransferJSON == "" && dec.KVPort == 0 {
@@ -167,7 +167,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
-		fail(pl.legFault("decode", dec, err, false))
+		fail(pl.legFault(gctx, "decode", dec, err, false))
 		return
 	}
 	if o, ok := pl.metrics.(kvTransferObserver); ok {
@@ -192,7 +192,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				return
 			case it.err != nil:
 				if !completed {
-					fail(pl.legFault("decode", dec, it.err, first))
+					fail(pl.legFault(gctx, "decode", dec, it.err, first))
 				}
 				close(stop)
 				dst.Close()
@@ -201,7 +201,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				continue
 			}
 			if !first {
-				pl.observeDecodeTTFT(r.j, prefilledAt)
+				pl.observeDecodeTTFT(gctx, r.j, prefilledAt)
 			}
 			first, dtC = true, nil
 			if r.event(u, it.ev) {
@@ -237,7 +237,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFunc, pre ports.GRPCLeg, u *unit, r *responder, legCtx context.Context) (string, bool) {
 	pst, err := pl.gen.Generate(legCtx, pre)
 	if err != nil {
-		fail(pl.legFault("prefill", pre, err, false))
+		fail(pl.legFault(gctx, "prefill", pre, err, false))
 		return "", false
 	}
 	stop := make(chan struct{})
@@ -260,7 +260,7 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 				return harvested, true
 			case it.err != nil:
 				pst.Close()
-				fail(pl.legFault("prefill", pre, it.err, false))
+				fail(pl.legFault(gctx, "prefill", pre, it.err, false))
 				return "", false
 			case it.ev.Complete:
 				r.prefilled(u, it.ev)

@@ -236,7 +236,11 @@ func FuzzString(f *testing.F) {
 		}
 		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		got := jsonbody.AppendString(nil, s)
-		if !bytes.Equal(got, want) {
+		// Invalid UTF-8 becomes U+FFFD: go1.26's encoder writes it as the escape \ufffd,
+		// go1.27's as the raw character. Both decode to the same string, so the escape and
+		// the raw form are compared as equal.
+		fffd := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(`\ufffd`), []byte("\uFFFD")) }
+		if !bytes.Equal(fffd(got), fffd(want)) {
 			t.Fatalf("AppendString(%q)=%s want %s", s, got, want)
 		}
 		dec, ok := jsonbody.String(got)

@@ -29,6 +29,16 @@ func LegFault(e *errs.Error, w *worker.Live, status int, cause error) error {
 	return &legFault{e: e, w: w, status: status, cause: cause}
 }
 
+// MarkAmbiguous marks err, a LegFault for a leg's deadline, as passed while peer (the other
+// leg's worker) had not answered either: the retry loop keeps the decode and changes the
+// prefill to find out which leg was silent, and charges only that one (tries.failed,
+// tries.settle). Errors that are not a LegFault are left alone.
+func MarkAmbiguous(err error, peer *worker.Live) {
+	if f := faultOf(err); f != nil {
+		f.ambiguous, f.peer = true, peer
+	}
+}
+
 // ContextError is the client-facing error of an attempt whose request context ended while
 // what was in progress: 503 at the shutdown grace deadline, 504 request_timeout at the
 // request timeout, else 499 client_closed_request (not written: nobody reads it).

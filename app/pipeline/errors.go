@@ -117,6 +117,15 @@ func (pl *Pipeline) timeoutFault(leg string, l ports.GRPCLeg) *fault {
 	return &fault{err: dispatch.LegFault(e, l.Worker, 0, cause), w: l.Worker}
 }
 
+// ambiguousTimeout is timeoutFault for a leg whose deadline passed while peer, the other
+// leg's worker, had not answered either. dispatch's retry loop keeps the decode and changes
+// the prefill to find out which one was silent, as for HTTP pairs, and charges only that one.
+func (pl *Pipeline) ambiguousTimeout(leg string, l ports.GRPCLeg, peer *worker.Live) *fault {
+	f := pl.timeoutFault(leg, l)
+	dispatch.MarkAmbiguous(f.err, peer)
+	return f
+}
+
 // legDeadline is the deadline of a leg until its first answer.
 func (pl *Pipeline) legDeadline(leg string, l ports.GRPCLeg) time.Duration {
 	switch {

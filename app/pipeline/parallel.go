@@ -103,6 +103,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))
 	defer stopDT()
 	prefillDone, decodeDone, first := false, false, false
+	prefillAnswered := false // the prefill sent something (its deadline no longer applies)
 	stopped := false   // a gateway stop ended the samples before the engine did
 	completed := false // every sample got its complete; the stream's end is still read
 	// A stream that asks for logprobs waits for the prefill's answer before the decode's
@@ -134,12 +135,27 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		select {
 		case <-ptC:
 			ptC = nil
-			fail(pl.timeoutFault("prefill", u.pLeg))
+			if dtC == nil { // the decode answered, so the prefill's silence is its own
+				fail(pl.timeoutFault("prefill", u.pLeg))
+				continue
+			}
+			// Both legs are silent. An SGLang or TokenSpeed prefill waits for its decode to
+			// claim the room, so a silent decode and a silent prefill look alike: an equal or
+			// shorter decode deadline is passing too and speaks for the pair; otherwise the
+			// fault is ambiguous and the retry loop finds out which leg was silent.
+			if pl.legDeadline("decode", u.dLeg) <= pl.legDeadline("prefill", u.pLeg) {
+				continue
+			}
+			fail(pl.ambiguousTimeout("prefill", u.pLeg, u.dLeg.Worker))
 		case <-dtC:
 			dtC = nil
-			fail(pl.timeoutFault("decode", u.dLeg))
+			if prefillAnswered {
+				fail(pl.timeoutFault("decode", u.dLeg))
+				continue
+			}
+			fail(pl.ambiguousTimeout("decode", u.dLeg, u.pLeg.Worker))
 		case it := <-pch:
-			ptC = nil // the prefill answered
+			ptC, prefillAnswered = nil, true
 			switch {
 			case it.err == io.EOF:
 				prefillDone, pch = true, nil

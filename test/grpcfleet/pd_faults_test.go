@@ -232,3 +232,92 @@ func TestGRPCDecodeHangsTimesOut(t *testing.T) {
 	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(d.URL(), "grpc://"), "failure") >= 1 }, faultBound, 20*time.Millisecond)
 	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"))
 }
+
+// A decode that never answers, with equal deadlines on both legs and two healthy prefills:
+// while both legs are silent the prefill (waiting for the decode to claim its room) looks
+// just like the decode, so the first timeout is ambiguous. The retry keeps the decode and
+// changes the prefill; the decode's deadline passes again, so both silences are the
+// decode's: 504 decode_timeout after two deadlines, the decode's breaker charged twice,
+// no prefill breaker moved, and every leg aborted.
+func TestGRPCHungDecodeWithEqualDeadlinesIsBlamedOnTheDecode(t *testing.T) {
+	t.Parallel()
+	const limit = time.Second
+	_, dir := qwen3(t)
+	mk := func(role string, faults ...string) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
+	}
+	s := sims(t, mk(grpcsim.RolePrefill), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode, "hang"))
+	cfg := fleet.DefaultConfig()
+	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())},
+		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
+	cfg.Decode = []string{s[2].URL()}
+	cfg.PrefillTimeout, cfg.DecodeTimeout, cfg.FirstByteTimeout = limit, limit, limit
+	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
+	m, _ := qwen3(t)
+	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
+	g.WaitWorkers(t, 3)
+	warm(t, g)
+
+	start := time.Now()
+	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "who is silent", "max_tokens": 4}, nil)
+	elapsed := time.Since(start)
+	require.Equal(t, http.StatusGatewayTimeout, r.Status, string(r.Body))
+	assert.Equal(t, "decode_timeout", errCode(t, r))
+	assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "decode worker")
+	assert.GreaterOrEqual(t, elapsed, 2*limit, "two attempts, each waiting out one deadline")
+	assert.Less(t, elapsed, 2*limit+faultBound)
+
+	dURL := strings.TrimPrefix(s[2].URL(), "grpc://")
+	require.Eventually(t, func() bool { return cbOutcomes(t, g, dURL, "failure") == 2 }, faultBound, 20*time.Millisecond,
+		"the decode's breaker is charged with both silences")
+	for _, p := range s[:2] {
+		assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(p.URL(), "grpc://"), "failure"), "a healthy prefill's breaker does not move")
+	}
+	assert.EqualValues(t, 1, s[0].Stats().Requests, "the retry changed the prefill")
+	assert.EqualValues(t, 1, s[1].Stats().Requests, "the retry changed the prefill")
+	assert.EqualValues(t, 2, s[2].Stats().Requests, "the retry kept the decode")
+	require.Eventually(t, func() bool {
+		return s[0].Stats().Aborted == 1 && s[1].Stats().Aborted == 1 && s[2].Stats().Aborted == 2
+	}, faultBound, 10*time.Millisecond, "every leg aborted: %+v %+v %+v", s[0].Stats(), s[1].Stats(), s[2].Stats())
+}
+
+// The mirror case: one of two prefills never answers, with equal deadlines. The first
+// timeout is ambiguous (the decode waits for that prefill's KV); the retry keeps the decode
+// and takes the other prefill, that pair answers, so the silence was the prefill's: 200
+// after one deadline, the hung prefill's breaker charged once and the decode's not at all.
+func TestGRPCHungPrefillWithEqualDeadlinesIsBlamedOnThePrefill(t *testing.T) {
+	t.Parallel()
+	const limit = time.Second
+	_, dir := qwen3(t)
+	mk := func(role string, faults ...string) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
+	}
+	s := sims(t, mk(grpcsim.RolePrefill, "hang"), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode))
+	cfg := fleet.DefaultConfig()
+	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())},
+		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
+	cfg.Decode = []string{s[2].URL()}
+	cfg.PrefillTimeout, cfg.DecodeTimeout, cfg.FirstByteTimeout = limit, limit, limit
+	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
+	m, _ := qwen3(t)
+	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
+	g.WaitWorkers(t, 3)
+	warm(t, g)
+
+	// Round robin: of two requests, one starts on the hung prefill.
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "who is silent " + string(rune('a'+i)), "max_tokens": 4}, nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		assert.Less(t, time.Since(start), limit+faultBound)
+	}
+	require.EqualValues(t, 1, s[0].Stats().Requests, "one first attempt reached the hung prefill")
+	require.Eventually(t, func() bool { return cbOutcomes(t, g, strings.TrimPrefix(s[0].URL(), "grpc://"), "failure") == 1 },
+		faultBound, 20*time.Millisecond, "the hung prefill's breaker is charged once")
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(s[1].URL(), "grpc://"), "failure"))
+	assert.Zero(t, cbOutcomes(t, g, strings.TrimPrefix(s[2].URL(), "grpc://"), "failure"), "the decode's breaker does not move")
+	assert.EqualValues(t, 3, s[2].Stats().Requests, "the retry kept the decode")
+	assert.EqualValues(t, 2, s[2].Stats().HandoffsReceived)
+	assert.Zero(t, s[2].Stats().RecomputedPrompts+s[2].Stats().UnmatchedRooms)
+	require.Eventually(t, func() bool { return s[0].Stats().Aborted == 1 }, faultBound, 10*time.Millisecond, "the hung prefill's leg is aborted")
+}

@@ -104,8 +104,8 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	defer stopDT()
 	prefillDone, decodeDone, first := false, false, false
 	prefillAnswered := false // the prefill sent something (its deadline no longer applies)
-	stopped := false   // a gateway stop ended the samples before the engine did
-	completed := false // every sample got its complete; the stream's end is still read
+	stopped := false         // a gateway stop ended the samples before the engine did
+	completed := false       // every sample got its complete; the stream's end is still read
 	// A stream that asks for logprobs waits for the prefill's answer before the decode's
 	// output goes out (grpc.md §1.8); the decode's items are held meanwhile.
 	hold := r.j.stream && r.j.lp.on

@@ -242,21 +242,7 @@ func TestGRPCDecodeHangsTimesOut(t *testing.T) {
 func TestGRPCHungDecodeWithEqualDeadlinesIsBlamedOnTheDecode(t *testing.T) {
 	t.Parallel()
 	const limit = time.Second
-	_, dir := qwen3(t)
-	mk := func(role string, faults ...string) grpcsim.Config {
-		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
-	}
-	s := sims(t, mk(grpcsim.RolePrefill), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode, "hang"))
-	cfg := fleet.DefaultConfig()
-	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())},
-		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
-	cfg.Decode = []string{s[2].URL()}
-	cfg.PrefillTimeout, cfg.DecodeTimeout, cfg.FirstByteTimeout = limit, limit, limit
-	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
-	m, _ := qwen3(t)
-	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
-	g.WaitWorkers(t, 3)
-	warm(t, g)
+	g, s := equalDeadlineFleet(t, limit, nil, []string{"hang"})
 
 	start := time.Now()
 	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "who is silent", "max_tokens": 4}, nil)
@@ -288,21 +274,7 @@ func TestGRPCHungDecodeWithEqualDeadlinesIsBlamedOnTheDecode(t *testing.T) {
 func TestGRPCHungPrefillWithEqualDeadlinesIsBlamedOnThePrefill(t *testing.T) {
 	t.Parallel()
 	const limit = time.Second
-	_, dir := qwen3(t)
-	mk := func(role string, faults ...string) grpcsim.Config {
-		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
-	}
-	s := sims(t, mk(grpcsim.RolePrefill, "hang"), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode))
-	cfg := fleet.DefaultConfig()
-	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())},
-		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
-	cfg.Decode = []string{s[2].URL()}
-	cfg.PrefillTimeout, cfg.DecodeTimeout, cfg.FirstByteTimeout = limit, limit, limit
-	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
-	m, _ := qwen3(t)
-	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
-	g.WaitWorkers(t, 3)
-	warm(t, g)
+	g, s := equalDeadlineFleet(t, limit, []string{"hang"}, nil)
 
 	// Round robin: of two requests, one starts on the hung prefill.
 	for i := 0; i < 2; i++ {
@@ -320,4 +292,27 @@ func TestGRPCHungPrefillWithEqualDeadlinesIsBlamedOnThePrefill(t *testing.T) {
 	assert.EqualValues(t, 2, s[2].Stats().HandoffsReceived)
 	assert.Zero(t, s[2].Stats().RecomputedPrompts+s[2].Stats().UnmatchedRooms)
 	require.Eventually(t, func() bool { return s[0].Stats().Aborted == 1 }, faultBound, 10*time.Millisecond, "the hung prefill's leg is aborted")
+}
+
+// equalDeadlineFleet starts two SGLang prefills (the first with firstPrefillFaults) and one
+// decode (with decodeFaults) behind a gateway whose prefill, decode and first-byte deadlines
+// are all limit, with fast retries and the tokenizer preloaded and warmed.
+func equalDeadlineFleet(t *testing.T, limit time.Duration, firstPrefillFaults, decodeFaults []string) (*fleet.Gateway, []*grpcsim.Server) {
+	t.Helper()
+	_, dir := qwen3(t)
+	mk := func(role string, faults []string) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
+	}
+	s := sims(t, mk(grpcsim.RolePrefill, firstPrefillFaults), mk(grpcsim.RolePrefill, nil), mk(grpcsim.RoleDecode, decodeFaults))
+	cfg := fleet.DefaultConfig()
+	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())},
+		{URL: s[1].URL(), BootstrapPort: port(s[1].BootstrapPort())}}
+	cfg.Decode = []string{s[2].URL()}
+	cfg.PrefillTimeout, cfg.DecodeTimeout, cfg.FirstByteTimeout = limit, limit, limit
+	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
+	m, _ := qwen3(t)
+	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
+	g.WaitWorkers(t, 3)
+	warm(t, g)
+	return g, s
 }

@@ -168,7 +168,7 @@ func TestMoRIIOSeedBodiesVerbatim(t *testing.T) {
 	sent := runHandoffs(t, g, "hello from the seed's mori-io example")
 	waitIdle(t, pre, dec)
 	assert.Equal(t, sent, dec.Stats().HandoffsReceived)
-	assert.Equal(t, sent, pre.Stats().HandoffsSent, "the prefill pushed to 6301/61005 on the decode's URL host")
+	assert.Equal(t, sent, pre.Stats().HandoffsSent, "the prefill pushed to 6301/61005 on the decode's URL host: prefill %+v decode %+v", pre.Stats(), dec.Stats())
 	assert.Equal(t, float64(sent), g.Metrics(t).Sum("smg_pd_kv_connector_mode_total", "mode", "moriio"))
 }
 

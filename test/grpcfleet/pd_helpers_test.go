@@ -58,6 +58,12 @@ func pdFleetLoading(t *testing.T, engine string, mod func(role string, c *grpcsi
 func startPD(t *testing.T, engine string, mod func(role string, c *grpcsim.Config), cfgMod func(*config.Config), extra ...fx.Option) (*fleet.Gateway, *grpcsim.Server, *grpcsim.Server) {
 	t.Helper()
 	_, dir := qwen3(t)
+	return startPDIn(t, dir, engine, mod, cfgMod, extra...)
+}
+
+// startPDIn is startPD with the simulators handing out dir as their tokenizer_path.
+func startPDIn(t *testing.T, dir, engine string, mod func(role string, c *grpcsim.Config), cfgMod func(*config.Config), extra ...fx.Option) (*fleet.Gateway, *grpcsim.Server, *grpcsim.Server) {
+	t.Helper()
 	mk := func(role string) grpcsim.Config {
 		c := grpcsim.Config{Engine: engine, Role: role, Model: pdModel, TokenizerPath: dir}
 		if mod != nil {

@@ -89,23 +89,7 @@ func qwenVL(t *testing.T) (*text.Model, string) {
 func mmFleet(t *testing.T, engine string, mod func(role string, c *grpcsim.Config), cfgMod func(*config.Config)) (*fleet.Gateway, *grpcsim.Server, *grpcsim.Server) {
 	t.Helper()
 	m, dir := qwenVL(t)
-	mk := func(role string) grpcsim.Config {
-		c := grpcsim.Config{Engine: engine, Role: role, Model: pdModel, TokenizerPath: dir}
-		if mod != nil {
-			mod(role, &c)
-		}
-		return c
-	}
-	s := sims(t, mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode))
-	cfg := fleet.DefaultConfig()
-	cfg.Prefill = []config.PrefillSpec{{URL: s[0].URL(), BootstrapPort: port(s[0].BootstrapPort())}}
-	cfg.Decode = []string{s[1].URL()}
-	if cfgMod != nil {
-		cfgMod(&cfg)
-	}
-	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
-	g.WaitWorkers(t, 2)
-	return g, s[0], s[1]
+	return startPDIn(t, dir, engine, mod, cfgMod, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
 }
 
 // testPNG is a w x h PNG with a pattern seeded by seed (different seeds, different pixels).

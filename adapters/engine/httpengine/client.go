@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smg-go/smg/ports"
@@ -29,13 +31,25 @@ type Options struct {
 	InjectHeaders func(ctx context.Context, h http.Header)
 }
 
-// Client implements ports.EngineClient with net/http.
+// Client implements ports.EngineClient. Legs to plain-HTTP workers go over its own
+// HTTP/1.1 connection pool (h1pool.go, h1send.go): each leg is written and its head read on
+// the caller's goroutine, with net/http's response parser. That costs about half the CPU of
+// net/http's transport, whose reader and writer goroutines per connection hand every leg
+// across three goroutines (docs/benchmarks.md). https workers, and worker URLs with
+// userinfo or a query, use net/http's transport.
 type Client struct {
 	hc *http.Client
 	// tr is hc's transport. Legs go to it directly: http.Client.Do would clone the headers
 	// and set up body rewinding for redirects on every call, and a PD leg never follows one.
 	tr     *http.Transport
 	inject func(ctx context.Context, h http.Header)
+
+	pools       sync.Map // base URL -> *hostPool
+	dialer      *net.Dialer
+	idleTimeout time.Duration
+	maxIdle     int
+	firstByte   time.Duration
+	sweepArmed  atomic.Bool
 }
 
 // jsonContentType is the Content-Type of every leg; shared read-only (the transport only
@@ -66,7 +80,8 @@ func New(o Options) *Client {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, tr: tr, inject: o.InjectHeaders}
+	return &Client{hc: &http.Client{Transport: tr}, tr: tr, inject: o.InjectHeaders,
+		dialer: d, idleTimeout: o.IdleConnTimeout, maxIdle: o.MaxIdleConnsPerHost, firstByte: o.FirstByteTimeout}
 }
 
 // HTTPClient exposes the underlying client (for probes that should share the pool).
@@ -78,9 +93,14 @@ func (c *Client) HTTPClient() *http.Client { return c.hc }
 // timeout before the head, context cancelled) returns a nil response and a *url.Error
 // (`Post "<url>": <cause>`, as http.Client reports it). Redirects are not followed: a 3xx is
 // returned as it is. Cancelling ctx later aborts reading the body, which closes the
-// connection so the engine sees the leg abort.
+// connection so the engine sees the leg abort; so does closing the body before its end.
+// A body read to its end returns its connection to the keep-alive pool.
 func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResponse, error) {
-	u := req.Worker.BaseURL() + req.Path
+	base := req.Worker.BaseURL()
+	if p := c.poolFor(base); p != nil {
+		return c.sendH1(ctx, p, base, req)
+	}
+	u := base + req.Path
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(req.Body))
 	if err != nil {
 		return nil, fmt.Errorf("build request to %s: %w", u, err)
@@ -104,4 +124,7 @@ func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResp
 }
 
 // CloseIdle closes idle pooled connections (on shutdown).
-func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
+func (c *Client) CloseIdle() {
+	c.closeIdle()
+	c.hc.CloseIdleConnections()
+}

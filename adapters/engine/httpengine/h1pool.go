@@ -1,0 +1,174 @@
+package httpengine
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// hostPool is the keep-alive pool of one plain-HTTP engine address: a LIFO stack of idle
+// connections (the most recently used is reused first, so a quiet pool ages from the
+// bottom), and the request targets already built for it.
+type hostPool struct {
+	addr string // dial address, host:port
+	host string // Host header, as the worker URL spells it
+	// prefix is the worker URL's escaped path ("" or "/v1" style), prepended to each leg path.
+	prefix string
+
+	mu      sync.Mutex
+	idle    []*h1Conn
+	targets map[string]string // leg path -> request target
+}
+
+// h1Conn is one engine connection with its buffered reader and writer (4 KiB each, as
+// net/http's transport uses).
+type h1Conn struct {
+	nc        net.Conn
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	idleSince time.Time
+}
+
+// poolFor returns the pool of a plain-HTTP base URL, or nil when the URL needs what only
+// net/http does (https, userinfo, a query): those legs keep the net/http transport.
+func (c *Client) poolFor(base string) *hostPool {
+	if p, ok := c.pools.Load(base); ok {
+		return p.(*hostPool)
+	}
+	if !strings.HasPrefix(base, "http://") {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return nil
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	p := &hostPool{addr: addr, host: u.Host, prefix: strings.TrimSuffix(u.EscapedPath(), "/"), targets: map[string]string{}}
+	actual, _ := c.pools.LoadOrStore(base, p)
+	return actual.(*hostPool)
+}
+
+// target is the request target of a leg path on this pool: the URL's path prefix plus the
+// path, escaped as net/http would send it.
+func (p *hostPool) target(path string) string {
+	p.mu.Lock()
+	t, ok := p.targets[path]
+	p.mu.Unlock()
+	if ok {
+		return t
+	}
+	t = p.prefix + path
+	if u, err := url.Parse("http://h" + t); err == nil {
+		t = u.EscapedPath()
+	}
+	if t == "" {
+		t = "/"
+	}
+	p.mu.Lock()
+	if len(p.targets) < 64 { // leg paths are the few engine routes; never grow unbounded
+		p.targets[path] = t
+	}
+	p.mu.Unlock()
+	return t
+}
+
+// get returns an idle connection that is still open (reused = true), or dials a new one
+// bounded by ctx and the connect timeout. Idle connections past the idle timeout, or that
+// the engine closed or wrote to while idle, are closed on the way.
+func (c *Client) get(ctx context.Context, p *hostPool) (*h1Conn, bool, error) {
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		pc := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if time.Since(pc.idleSince) < c.idleTimeout && pc.br.Buffered() == 0 && alive(pc.nc) {
+			return pc, true, nil
+		}
+		_ = pc.nc.Close()
+	}
+	nc, err := c.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
+}
+
+// put returns a connection whose response was read to its end to the pool, or closes it
+// when the pool already keeps MaxIdleConnsPerHost. It arms the idle sweep.
+func (c *Client) put(p *hostPool, pc *h1Conn) {
+	pc.idleSince = time.Now()
+	p.mu.Lock()
+	if len(p.idle) >= c.maxIdle {
+		p.mu.Unlock()
+		_ = pc.nc.Close()
+		return
+	}
+	p.idle = append(p.idle, pc)
+	p.mu.Unlock()
+	c.armSweep()
+}
+
+// armSweep schedules one sweep an idle timeout from now unless one is pending: pooled
+// connections of a worker that gets no more legs (removed, or idle) are closed instead of
+// sitting half-closed once the engine drops them (uvicorn does after 5 s).
+func (c *Client) armSweep() {
+	if c.sweepArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(c.idleTimeout, c.sweep)
+	}
+}
+
+// sweep closes idle connections past the idle timeout or no longer open, and re-arms while
+// any stay pooled.
+func (c *Client) sweep() {
+	c.sweepArmed.Store(false)
+	left := false
+	c.pools.Range(func(_, v any) bool {
+		p := v.(*hostPool)
+		p.mu.Lock()
+		kept := p.idle[:0]
+		for _, pc := range p.idle {
+			if time.Since(pc.idleSince) < c.idleTimeout && pc.br.Buffered() == 0 && alive(pc.nc) {
+				kept = append(kept, pc)
+				continue
+			}
+			_ = pc.nc.Close()
+		}
+		clear(p.idle[len(kept):])
+		p.idle = kept
+		left = left || len(kept) > 0
+		p.mu.Unlock()
+		return true
+	})
+	if left {
+		c.armSweep()
+	}
+}
+
+// closeIdle closes every pooled connection (connections in use are returned later as
+// usual).
+func (c *Client) closeIdle() {
+	c.pools.Range(func(_, v any) bool {
+		p := v.(*hostPool)
+		p.mu.Lock()
+		for _, pc := range p.idle {
+			_ = pc.nc.Close()
+		}
+		clear(p.idle)
+		p.idle = p.idle[:0]
+		p.mu.Unlock()
+		return true
+	})
+}

@@ -1,0 +1,228 @@
+package httpengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/smg-go/smg/ports"
+)
+
+// errHeadTimeout is what a leg fails with when FirstByteTimeout passes before the response
+// head, worded as net/http's transport words its ResponseHeaderTimeout.
+var errHeadTimeout = errors.New("net/http: timeout awaiting response headers")
+
+// skipHeader lists forwarded header names the client writes itself or never sends: framing
+// and hop-by-hop fields (RFC 9110 §7.6.1) would corrupt the exchange.
+var skipHeader = map[string]bool{
+	"Host": true, "Content-Length": true, "Content-Type": true, "Transfer-Encoding": true,
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true,
+	"Trailer": true, "Upgrade": true, "Expect": true,
+}
+
+// sendH1 is Send over the pool of a plain-HTTP engine: the request is written and its
+// response head read on the calling goroutine, with no reader and writer goroutines per
+// connection as net/http's transport runs. Cancelling ctx closes the connection, which
+// unblocks a pending write or read at once and shows the engine the leg abort. A write that
+// fails on a reused connection (the engine had closed it) is retried once on a new one:
+// nothing reached the engine.
+func (c *Client) sendH1(ctx context.Context, p *hostPool, base string, req ports.LegRequest) (*ports.LegResponse, error) {
+	target := p.target(req.Path)
+	var extra http.Header
+	if c.inject != nil {
+		extra = make(http.Header, 2)
+		c.inject(ctx, extra)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: err}
+		}
+		pc, reused, err := c.get(ctx, p)
+		if err != nil {
+			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: err}
+		}
+		stop := context.AfterFunc(ctx, func() { _ = pc.nc.Close() })
+		if err := writeRequest(pc, p.host, target, req, extra); err != nil {
+			stop()
+			_ = pc.nc.Close()
+			var he headerError
+			if errors.As(err, &he) {
+				return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: err}
+			}
+			if reused && attempt == 0 && ctx.Err() == nil {
+				continue
+			}
+			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: cause(ctx, err)}
+		}
+		resp, err := c.readHead(pc)
+		if err != nil {
+			stop()
+			_ = pc.nc.Close()
+			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: cause(ctx, err)}
+		}
+		b := &h1Body{c: c, p: p, pc: pc, body: resp.Body, stop: stop, ctx: ctx, keep: !resp.Close}
+		return &ports.LegResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	}
+}
+
+// headerError is a header name or value that cannot be written (a CR or LF in an api key).
+type headerError struct{ name string }
+
+func (e headerError) Error() string {
+	return fmt.Sprintf("net/http: invalid header field value for %q", e.name)
+}
+
+// writeRequest writes the leg as one HTTP/1.1 POST with a Content-Length and flushes it in
+// one write: request line, Host, Content-Type and Content-Length, the forwarded headers
+// (minus framing ones), the worker's api key as Bearer token in place of the client's
+// Authorization, the injected trace headers, then the body.
+func writeRequest(pc *h1Conn, host, target string, req ports.LegRequest, extra http.Header) error {
+	w := pc.bw
+	_, _ = w.WriteString("POST ")
+	_, _ = w.WriteString(target)
+	_, _ = w.WriteString(" HTTP/1.1\r\nHost: ")
+	_, _ = w.WriteString(host)
+	_, _ = w.WriteString("\r\nUser-Agent: smg\r\nContent-Type: application/json\r\nContent-Length: ")
+	var num [20]byte
+	_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(req.Body)), 10))
+	_, _ = w.WriteString("\r\n")
+	key := req.Worker.APIKey
+	for k, vs := range req.Header {
+		if skipHeader[k] || (key != "" && k == "Authorization") || extra[k] != nil {
+			continue
+		}
+		if err := writeHeader(w, k, vs); err != nil {
+			return err
+		}
+	}
+	if key != "" {
+		if err := writeHeader(w, "Authorization", []string{"Bearer " + key}); err != nil {
+			return err
+		}
+	}
+	for k, vs := range extra {
+		if err := writeHeader(w, k, vs); err != nil {
+			return err
+		}
+	}
+	_, _ = w.WriteString("\r\n")
+	_, _ = w.Write(req.Body)
+	return w.Flush()
+}
+
+// writeHeader writes one field line per value, refusing names and values net/http would
+// refuse.
+func writeHeader(w interface{ WriteString(string) (int, error) }, k string, vs []string) error {
+	if !httpguts.ValidHeaderFieldName(k) {
+		return headerError{name: k}
+	}
+	for _, v := range vs {
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return headerError{name: k}
+		}
+		_, _ = w.WriteString(k)
+		_, _ = w.WriteString(": ")
+		_, _ = w.WriteString(v)
+		_, _ = w.WriteString("\r\n")
+	}
+	return nil
+}
+
+// readHead reads the response head with net/http's own parser, skipping interim 1xx
+// answers (not 101) as net/http's transport does, bounded by FirstByteTimeout when set.
+func (c *Client) readHead(pc *h1Conn) (*http.Response, error) {
+	if c.firstByte > 0 {
+		_ = pc.nc.SetReadDeadline(time.Now().Add(c.firstByte))
+	}
+	var resp *http.Response
+	var err error
+	for range 5 {
+		resp, err = http.ReadResponse(pc.br, nil)
+		if err != nil || resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+	}
+	if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+		err = errors.New("net/http: too many 1xx informational responses")
+	}
+	if c.firstByte > 0 {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, errHeadTimeout
+		}
+		_ = pc.nc.SetReadDeadline(time.Time{})
+	}
+	return resp, err
+}
+
+// cause is ctx's error once ctx is done (the connection was closed because of it), else err.
+func cause(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// h1Body is a leg's response body. At its end the connection goes back to the pool; closed
+// before its end (the relay gave up, the client left) the connection is closed, so the
+// engine sees the leg abort instead of a drain to the end of a long stream. After ctx is
+// cancelled reads fail with ctx's error, as net/http's bodies do.
+type h1Body struct {
+	c    *Client
+	p    *hostPool
+	pc   *h1Conn
+	body io.ReadCloser
+	stop func() bool
+	ctx  context.Context
+	keep bool        // the engine did not ask to close the connection
+	done atomic.Bool // the connection was released (pooled or closed)
+}
+
+var errReadAfterClose = errors.New("http: read on closed response body")
+
+func (b *h1Body) Read(buf []byte) (int, error) {
+	if b.done.Load() {
+		return 0, errReadAfterClose
+	}
+	n, err := b.body.Read(buf)
+	if err == nil {
+		return n, nil
+	}
+	if err == io.EOF {
+		b.release(true)
+		return n, io.EOF
+	}
+	b.release(false)
+	return n, cause(b.ctx, err)
+}
+
+// Close releases the connection: back to the pool when the body was read to its end,
+// closed otherwise. Closing twice is a no-op.
+func (b *h1Body) Close() error {
+	b.release(false)
+	return nil
+}
+
+// release pools the connection when the body ended cleanly, the engine kept it alive and
+// ctx's watcher had not fired; otherwise it closes it.
+func (b *h1Body) release(atEOF bool) {
+	if !b.done.CompareAndSwap(false, true) {
+		return
+	}
+	watching := b.stop()
+	if atEOF && b.keep && watching {
+		_ = b.body.Close() // at EOF: frees the reader without reading
+		b.c.put(b.p, b.pc)
+		return
+	}
+	_ = b.pc.nc.Close()
+}

@@ -141,50 +141,61 @@ func (a *Admitter) Admit(ctx context.Context, decode *worker.Live, n int) (relea
 
 // hold renews lease every TTL/3 until the returned release func runs, which stops the
 // renewals and releases the lease. Renewals run on a timer (time.AfterFunc), not on a
-// goroutine per held lease, so an open stream costs no goroutine here.
+// goroutine per held lease, so an open stream costs no goroutine here. One holding is one
+// allocation plus its timer: this runs once per PD request.
 func (a *Admitter) hold(ctx context.Context, lease ports.Lease) func() {
-	detached := context.WithoutCancel(ctx)
-	every := max(lease.TTL/3, time.Millisecond)
-	var (
-		mu      sync.Mutex // held during a renewal, so release never races one
-		stopped bool
-		t       *time.Timer
-	)
-	renew := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		rctx, cancel := context.WithTimeout(detached, min(every, a.o.ReleaseTimeout))
-		err := a.slots.Renew(rctx, lease)
-		cancel()
-		if errors.Is(err, ports.ErrLeaseLost) {
-			a.o.Logger.Warn("admission: slot lease lost while the decode leg runs (not renewed in time)",
-				"worker", lease.Worker, "slots", lease.N, "lease_ttl", lease.TTL)
-			return
-		}
-		if err != nil {
-			a.o.Logger.Debug("admission: slot lease renewal failed", "worker", lease.Worker, "err", err)
-		}
-		t.Reset(every)
+	h := &holding{a: a, ctx: ctx, lease: lease, every: max(lease.TTL/3, time.Millisecond)}
+	h.mu.Lock()
+	h.t = time.AfterFunc(h.every, h.renew)
+	h.mu.Unlock()
+	return h.release
+}
+
+// holding is one held lease: its renewal timer and its release.
+type holding struct {
+	a     *Admitter
+	ctx   context.Context // the dispatch's; renewals and the release detach from its cancellation
+	lease ports.Lease
+	every time.Duration
+
+	mu      sync.Mutex // held during a renewal, so release never races one
+	stopped bool
+	t       *time.Timer
+	once    sync.Once
+}
+
+func (h *holding) renew() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
 	}
-	mu.Lock()
-	t = time.AfterFunc(every, renew)
-	mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			mu.Lock()
-			stopped = true
-			t.Stop()
-			mu.Unlock()
-			rctx, cancel := context.WithTimeout(detached, a.o.ReleaseTimeout)
-			defer cancel()
-			if err := a.slots.Release(rctx, lease); err != nil {
-				a.o.Logger.Warn("admission: slot release failed; the lease expires on its own",
-					"worker", lease.Worker, "lease_ttl", lease.TTL, "err", err)
-			}
-		})
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), min(h.every, h.a.o.ReleaseTimeout))
+	err := h.a.slots.Renew(rctx, h.lease)
+	cancel()
+	if errors.Is(err, ports.ErrLeaseLost) {
+		h.a.o.Logger.Warn("admission: slot lease lost while the decode leg runs (not renewed in time)",
+			"worker", h.lease.Worker, "slots", h.lease.N, "lease_ttl", h.lease.TTL)
+		return
+	}
+	if err != nil {
+		h.a.o.Logger.Debug("admission: slot lease renewal failed", "worker", h.lease.Worker, "err", err)
+	}
+	h.t.Reset(h.every)
+}
+
+// release stops the renewals and releases the lease, once.
+func (h *holding) release() { h.once.Do(h.releaseOnce) }
+
+func (h *holding) releaseOnce() {
+	h.mu.Lock()
+	h.stopped = true
+	h.t.Stop()
+	h.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), h.a.o.ReleaseTimeout)
+	defer cancel()
+	if err := h.a.slots.Release(rctx, h.lease); err != nil {
+		h.a.o.Logger.Warn("admission: slot release failed; the lease expires on its own",
+			"worker", h.lease.Worker, "lease_ttl", h.lease.TTL, "err", err)
 	}
 }

@@ -23,15 +23,15 @@ type ResponseObserver interface {
 // AccessLog is the outermost request middleware: it puts a fresh ports.RequestInfo in the
 // request context (unless one is there), wraps the response writer once (httpcapture) and,
 // once the response is done, tells each of observers and writes one INFO record "request"
-// per request with: method, route (the matched pattern, never the raw
-// URL's query), path, status, error_code (X-SMG-Error-Code), outcome (ok, client_error,
-// server_error, client_closed_request), duration_ms, ttft_ms (0 when no decode byte arrived), bytes, request_id,
-// trace_id, model, stream, attempts, prefill_worker and decode_worker (worker ids, never
-// addresses). Probes and scrapes (/health, /liveness, /readiness, /metrics) are logged at
-// debug only, so a kubelet's probes do not flood INFO. A request whose client went away
-// before its answer ended (ports.RequestInfo.SetClientGone) is logged as the dispatcher's
-// unwritten error: status 499, error_code and outcome client_closed_request, whatever
-// status line had already been sent (observers get the status that was sent).
+// per request with: method, route (the matched pattern, never the raw URL's query), path,
+// status, error_code (X-SMG-Error-Code), outcome (ok, client_error, server_error,
+// client_closed_request), duration_ms, ttft_ms (0 when no decode byte arrived), bytes,
+// request_id, trace_id, model, stream, attempts, prefill_worker and decode_worker (worker
+// ids, never addresses). Probes and scrapes (/health, /liveness, /readiness, /metrics) are
+// logged at debug only, so a kubelet's probes do not flood INFO. A request whose client
+// went away before its answer ended (ports.RequestInfo.SetClientGone) is logged as the
+// dispatcher's unwritten error: status 499, error_code and outcome client_closed_request,
+// whatever status line had already been sent (observers get the status that was sent).
 func AccessLog(log *slog.Logger, observers ...ResponseObserver) func(http.Handler) http.Handler {
 	if log == nil {
 		log = slog.Default()

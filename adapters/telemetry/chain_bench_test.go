@@ -14,9 +14,10 @@ import (
 )
 
 // BenchmarkAccessAndRED is one request through the server's observability chain as
-// app/server.go builds it (access log at info to a discarded JSON handler, recording the RED
-// series from its capture, the request-id middleware with tracing off, the route recorder) around a handler writing a
-// small JSON answer: the CPU and allocations the chain adds per request.
+// app/server.go builds it (the access log at info to a discarded JSON handler, recording
+// the RED series from its one capture; the request-id middleware with tracing off; the
+// route recorder) around a handler writing a small JSON answer: the CPU and allocations the
+// chain adds per request.
 func BenchmarkAccessAndRED(b *testing.B) {
 	red, err := metrics.NewRED(prometheus.NewRegistry(), nil)
 	if err != nil {

@@ -120,7 +120,9 @@ func serverModule() fx.Option {
 	)
 }
 
-// LogOptions maps --log-level, --log-format and --log-json onto the logger's options.
+// LogOptions maps --log-level, --log-format, --log-json and --log-flush-interval-ms onto
+// the logger's options.
 func LogOptions(c config.Config) telemetry.LogOptions {
-	return telemetry.LogOptions{Level: c.LogLevel, Format: c.LogFormat, JSON: c.LogJSON}
+	return telemetry.LogOptions{Level: c.LogLevel, Format: c.LogFormat, JSON: c.LogJSON,
+		FlushInterval: time.Duration(c.LogFlushIntervalMS) * time.Millisecond}
 }

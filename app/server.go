@@ -22,7 +22,7 @@ import (
 
 // Server is the gateway's main HTTP listener on --host:--port. It serves one
 // *http.ServeMux holding the huma admin/health API and every ports.Route of the fx group
-// "routes", behind the access log, the RED metrics, the telemetry middleware (request id,
+// "routes", behind the access log (which also records the RED metrics), the telemetry middleware (request id,
 // server span named by route) and a --max-payload-size body limit. Its shutdown (stop) is the drain platforms expect:
 // readiness 503 and a drain delay, then the grace period, then the cut.
 type Server struct {
@@ -63,19 +63,21 @@ func newServer(p serverParams) (*Server, error) {
 			return nil, err
 		}
 	}
-	// Outermost first: the access log (puts the shared ports.RequestInfo in the context),
-	// the RED series, the request id and server span, the body limit, the route recorder,
-	// the unmatched-route answers. Inside the telemetry middleware nothing copies the
-	// request, so the mux's r.Pattern names the span.
+	// Outermost first: the access log (puts the shared ports.RequestInfo in the context and
+	// records the RED series from its one response capture), the request id and server
+	// span, the body limit, the route recorder, the unmatched-route answers. Inside the
+	// telemetry middleware nothing copies the request, so the mux's r.Pattern names the span.
 	h := telemetry.RecordRoute(unmatched(p.Mux))
 	if p.Config.MaxPayloadSize > 0 {
 		h = limitBody(h, p.Config.MaxPayloadSize)
 	}
 	h = telemetry.NewMiddleware(log, p.Tracer, telemetry.WithRequestIDHeaders(p.Config.RequestIDHeaders))(h)
+	// The access log captures the response once for its line and the RED series.
+	var observers []telemetry.ResponseObserver
 	if p.RED != nil {
-		h = p.RED.Middleware(h)
+		observers = append(observers, p.RED)
 	}
-	h = telemetry.AccessLog(log)(h)
+	h = telemetry.AccessLog(log, observers...)(h)
 	s := &Server{
 		cfg:     p.Config,
 		log:     log,

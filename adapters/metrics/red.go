@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/felixge/httpsnoop"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/smg-go/smg/adapters/httpcapture"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
@@ -115,25 +115,35 @@ func NewRED(reg prometheus.Registerer, store ports.WorkerStore) (*RED, error) {
 // is the matched route pattern (ports.RequestInfo, filled by the innermost route
 // recorder), PathUnmatched when none matched. It must run inside the middleware that puts
 // the RequestInfo in the context; without one it records the HTTP series under
-// PathUnmatched.
+// PathUnmatched. The gateway's server does not use it: its access log captures the response
+// once and calls ObserveResponse.
 func (r *RED) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ri := ports.RequestInfoFrom(req.Context())
-		m := httpsnoop.CaptureMetrics(next, w, req)
-		s := ri.Snapshot()
-		path := s.Route
-		if path == "" {
-			path = PathUnmatched
-		}
-		errCode := w.Header().Get(wire.HeaderErrorCode)
-		status := strconv.Itoa(m.Code)
-		r.httpRequests.WithLabelValues(req.Method, path).Inc()
-		r.httpDuration.WithLabelValues(req.Method, path).Observe(m.Duration.Seconds())
-		r.httpResponses.WithLabelValues(path, status, errCode).Inc()
-		if s.Endpoint != "" {
-			r.observeRouter(s, m.Code, m.Duration)
-		}
+		start := time.Now()
+		cw := httpcapture.New(w)
+		next.ServeHTTP(cw, req)
+		r.ObserveResponse(req, ports.RequestInfoFrom(req.Context()).Snapshot(), cw.Result(start))
 	})
+}
+
+// ObserveResponse records one finished request (a telemetry.ResponseObserver, called by the
+// access log after the response ended): smg_http_requests_total,
+// smg_http_request_duration_seconds and smg_http_responses_total under req's method, the
+// route in s (PathUnmatched when none) and res's status and X-SMG-Error-Code, and the
+// smg_router_* series when s names a dispatcher endpoint. Duration is res.Duration.
+func (r *RED) ObserveResponse(req *http.Request, s ports.RequestInfoSnapshot, res httpcapture.Result) {
+	path := s.Route
+	if path == "" {
+		path = PathUnmatched
+	}
+	errCode := res.Header.Get(wire.HeaderErrorCode)
+	status := strconv.Itoa(res.Status)
+	r.httpRequests.WithLabelValues(req.Method, path).Inc()
+	r.httpDuration.WithLabelValues(req.Method, path).Observe(res.Duration.Seconds())
+	r.httpResponses.WithLabelValues(path, status, errCode).Inc()
+	if s.Endpoint != "" {
+		r.observeRouter(s, res.Status, res.Duration)
+	}
 }
 
 func (r *RED) observeRouter(s ports.RequestInfoSnapshot, status int, d time.Duration) {

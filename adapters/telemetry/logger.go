@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // ParseLevel maps a --log-level value (debug, info, warn, error; case-insensitive) to a slog
@@ -24,8 +25,8 @@ func ParseLevel(s string) slog.Level {
 	return slog.LevelInfo
 }
 
-// LogOptions choose the gateway logger; the composition root maps --log-level, --log-format
-// and --log-json onto them.
+// LogOptions choose the gateway logger; the composition root maps --log-level, --log-format,
+// --log-json and --log-flush-interval-ms onto them.
 type LogOptions struct {
 	// Level is "debug", "info", "warn" or "error" (anything else: info).
 	Level string
@@ -33,12 +34,16 @@ type LogOptions struct {
 	Format string
 	// JSON picks JSON over text when Format is "".
 	JSON bool
+	// FlushInterval is --log-flush-interval-ms: the Module's logger buffers its records
+	// (LogWriter) and writes them out at least this often; 0 writes every record at once.
+	FlushInterval time.Duration
 }
 
 // NewLogger returns the gateway logger writing to w at --log-level in --log-format (json,
 // text, or cloud: see CloudHandler; without --log-format, JSON unless --log-json=false),
 // every record tagged service=smg, and records logged with a request's context tagged with
-// its request_id and trace_id (ContextHandler).
+// its request_id and trace_id (ContextHandler). When w is a Flusher (a LogWriter), every
+// record at WARN or above is flushed at once (FlushOnWarn).
 func NewLogger(o LogOptions, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: ParseLevel(o.Level)}
 	format := strings.ToLower(o.Format)
@@ -56,6 +61,9 @@ func NewLogger(o LogOptions, w io.Writer) *slog.Logger {
 		h = CloudHandler(w, opts.Level)
 	default:
 		h = slog.NewJSONHandler(w, opts)
+	}
+	if f, ok := w.(Flusher); ok {
+		h = FlushOnWarn(h, f)
 	}
 	return slog.New(ContextHandler(h)).With("service", "smg")
 }

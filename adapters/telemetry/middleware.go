@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/felixge/httpsnoop"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/smg-go/smg/adapters/httpcapture"
 	"github.com/smg-go/smg/domain/wire"
 )
 
@@ -92,25 +92,33 @@ func NewMiddleware(log *slog.Logger, tp trace.TracerProvider, opts ...Option) fu
 			traced = otelhttp.NewHandler(inner, "smg", hopts...)
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ri := &reqInfo{id: incomingRequestID(r, o.requestIDHeaders)}
+			// AccessLog leaves an empty reqInfo in the context it made: fill that one
+			// rather than copy the request again.
+			ri, seeded := r.Context().Value(ctxKey{}).(*reqInfo)
+			if !seeded || ri.id != "" {
+				ri = &reqInfo{}
+				r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+			}
+			ri.id = incomingRequestID(r, o.requestIDHeaders)
 			if ri.id == "" {
 				ri.id = newRequestID(r.URL.Path)
 			}
 			w.Header().Set(wire.HeaderRequestID, ri.id)
-			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
 			if !log.Enabled(r.Context(), slog.LevelDebug) {
 				traced.ServeHTTP(w, r)
 				return
 			}
 			start := time.Now()
-			m := httpsnoop.CaptureMetrics(traced, w, r)
+			cw := httpcapture.New(w)
+			traced.ServeHTTP(cw, r)
+			m := cw.Result(start)
 			log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.String("route", ri.pattern),
-				slog.Int("status", m.Code),
-				slog.Int64("bytes", m.Written),
-				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.Int("status", m.Status),
+				slog.Int64("bytes", m.Bytes),
+				slog.Float64("duration_ms", ms(m.Duration)),
 				slog.String("request_id", ri.id),
 				slog.String("trace_id", ri.traceID),
 			)

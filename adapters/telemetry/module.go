@@ -9,9 +9,11 @@ import (
 	"go.uber.org/fx"
 )
 
-// Module provides *slog.Logger (from the LogOptions the composition root supplies, on stderr, also installed as
-// slog.Default), *Tracing and trace.TracerProvider (installed as the OpenTelemetry globals
-// together with the W3C propagator), and flushes pending spans when the app stops.
+// Module provides *slog.Logger (from the LogOptions the composition root supplies, on stderr
+// through the *LogWriter it also provides, also installed as slog.Default), *Tracing and
+// trace.TracerProvider (installed as the OpenTelemetry globals together with the W3C
+// propagator). Log records are buffered while the app runs; when it stops it flushes
+// pending spans and, last, the buffered log records (LogWriter.Close).
 func Module() fx.Option {
 	return fx.Module("telemetry",
 		fx.Provide(provideLogger, provideTracing),
@@ -19,10 +21,26 @@ func Module() fx.Option {
 	)
 }
 
-func provideLogger(o LogOptions) *slog.Logger {
-	log := NewLogger(o, os.Stderr)
+type loggerOut struct {
+	fx.Out
+	Log    *slog.Logger
+	Output *LogWriter
+}
+
+// provideLogger builds the logger on stderr through a LogWriter, buffered (unless
+// o.FlushInterval is 0) from the app's start to its stop: records logged while the graph
+// is built, or after it stopped, are written at once. The hook is appended when the logger
+// is built, before any other component's, so its OnStart runs first and its OnStop last:
+// the shutdown's own lines are written out.
+func provideLogger(lc fx.Lifecycle, o LogOptions) loggerOut {
+	out := NewLogWriter(os.Stderr, LogBufferSize, o.FlushInterval)
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error { out.Start(); return nil },
+		OnStop:  func(context.Context) error { return out.Close() },
+	})
+	log := NewLogger(o, out)
 	slog.SetDefault(log)
-	return log
+	return loggerOut{Log: log, Output: out}
 }
 
 type tracingOut struct {

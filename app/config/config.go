@@ -136,6 +136,9 @@ type Config struct {
 	LogLevel       string // --log-level, "info"
 	LogJSON        bool   // --log-json, default true
 	LogFormat      string // --log-format: json, text or cloud; "" follows --log-json
+	// LogFlushIntervalMS is --log-flush-interval-ms, 100: log records are buffered and
+	// written to stderr at least this often (WARN and above at once); 0 writes each at once.
+	LogFlushIntervalMS int
 
 	// Request bodies: how long a data-plane client may take to send its body.
 	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed
@@ -220,6 +223,7 @@ func Default() Config {
 		PrometheusPort:             29000,
 		LogLevel:                   "info",
 		LogJSON:                    true,
+		LogFlushIntervalMS:         100,
 		BodyReadTimeout:            60 * time.Second,
 		MaxWorkers:                 1024,
 		RegistrationProbes:         16,

@@ -127,6 +127,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			"invalid value for --prometheus-port: must differ from --port 30000 (use 0 to serve /metrics on the main port)"},
 		{"unknown log level", func(c *config.Config) { c.LogLevel = "loud" },
 			`invalid value for --log-level: unknown level "loud" (expected debug, info, warn or error)`},
+		{"negative log flush interval", func(c *config.Config) { c.LogFlushIntervalMS = -1 },
+			"invalid value for --log-flush-interval-ms: must be 0 (unbuffered) or more ms (got -1)"},
 		{"bad redis url", func(c *config.Config) { c.RedisURL = "http://r:6379" },
 			`invalid value for --redis-url: must be a redis://, rediss:// or unix:// URL (got "http://r:6379")`},
 	}

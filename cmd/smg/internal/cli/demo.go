@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/fx"
 
+	"github.com/smg-go/smg/adapters/telemetry"
 	"github.com/smg-go/smg/app"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/wire"
@@ -109,7 +110,9 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 		return err
 	}
 	var srv *app.Server
-	a := app.New(cfg, fx.Populate(&srv))
+	var logs *telemetry.LogWriter
+	a := app.New(cfg, fx.Populate(&srv, &logs))
+	defer closeLogs(logs)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := a.Start(startCtx); err != nil {

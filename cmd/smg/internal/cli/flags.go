@@ -225,4 +225,6 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("log-json")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json, text, or cloud (JSON with severity and message keys, for Cloud Logging and CloudWatch); overrides --log-json")
 	add("log-format")
+	fs.IntVar(&cfg.LogFlushIntervalMS, "log-flush-interval-ms", cfg.LogFlushIntervalMS, "log records are buffered and written to stderr at least every this many `ms` (WARN and ERROR at once, the rest at shutdown); 0 writes each record at once")
+	add("log-flush-interval-ms")
 }

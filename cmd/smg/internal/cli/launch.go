@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/fx"
 
+	"github.com/smg-go/smg/adapters/telemetry"
 	"github.com/smg-go/smg/app"
 	"github.com/smg-go/smg/app/config"
 )
@@ -133,7 +135,9 @@ const startTimeout = 15 * time.Second
 // requests (app.Server). A clean drain returns nil (exit 0); a drain that had to cut
 // requests at the grace deadline returns a *cutError (exit 3).
 func serve(ctx context.Context, cfg config.Config) error {
-	a := app.New(cfg)
+	var logs *telemetry.LogWriter
+	a := app.New(cfg, fx.Populate(&logs))
+	defer closeLogs(logs)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := a.Start(startCtx); err != nil {
@@ -150,6 +154,15 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return &runError{fmt.Errorf("stop: %w", err)}
 	}
 	return nil
+}
+
+// closeLogs writes out the gateway's buffered log records before the process exits: Stop
+// closes the log writer last, but skips the hooks left once its deadline passed, and a
+// start that failed may not have reached them.
+func closeLogs(logs *telemetry.LogWriter) {
+	if logs != nil {
+		_ = logs.Close()
+	}
 }
 
 // cutError is a shutdown whose grace period ended with requests still in flight (exit code

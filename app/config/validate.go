@@ -360,6 +360,9 @@ func (c Config) validateObservability() error {
 	if c.LogFormat != "" && !contains(LogFormats, c.LogFormat) {
 		return bad("--log-format", "unknown format %q (expected json, text or cloud)", c.LogFormat)
 	}
+	if c.GOGC < 1 {
+		return bad("--gogc", "must be 1 or more percent (got %d); GOGC=off in the environment turns the collector off", c.GOGC)
+	}
 	if c.LogFlushIntervalMS < 0 {
 		return bad("--log-flush-interval-ms", "must be 0 (unbuffered) or more ms (got %d)", c.LogFlushIntervalMS)
 	}

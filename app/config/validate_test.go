@@ -129,6 +129,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			`invalid value for --log-level: unknown level "loud" (expected debug, info, warn or error)`},
 		{"negative log flush interval", func(c *config.Config) { c.LogFlushIntervalMS = -1 },
 			"invalid value for --log-flush-interval-ms: must be 0 (unbuffered) or more ms (got -1)"},
+		{"gogc below 1", func(c *config.Config) { c.GOGC = 0 },
+			"invalid value for --gogc: must be 1 or more percent (got 0); GOGC=off in the environment turns the collector off"},
 		{"bad redis url", func(c *config.Config) { c.RedisURL = "http://r:6379" },
 			`invalid value for --redis-url: must be a redis://, rediss:// or unix:// URL (got "http://r:6379")`},
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +112,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	}
 	var srv *app.Server
 	var logs *telemetry.LogWriter
+	tuneGC(os.LookupEnv, cfg.GOGC, nil)
 	a := app.New(cfg, fx.Populate(&srv, &logs))
 	defer closeLogs(logs)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)

@@ -227,4 +227,6 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("log-format")
 	fs.IntVar(&cfg.LogFlushIntervalMS, "log-flush-interval-ms", cfg.LogFlushIntervalMS, "log records are buffered and written to stderr at least every this many `ms` (WARN and ERROR at once, the rest at shutdown); 0 writes each record at once")
 	add("log-flush-interval-ms")
+	fs.IntVar(&cfg.GOGC, "gogc", cfg.GOGC, "garbage collector target `percent` when GOGC is not set in the environment (GOGC wins); GOMEMLIMIT is 90% of the container memory limit unless set")
+	add("gogc")
 }

@@ -428,3 +428,125 @@ func TestConcurrentLegsGetTheirOwnAnswers(t *testing.T) {
 	}
 	assert.LessOrEqual(t, cc.opened.Load(), int32(16+4*2), "connections are reused, not one per leg")
 }
+
+// A stream closed right after its last event, with only the chunked terminator unread
+// (uvicorn writes it in a write of its own right after the last event), keeps its
+// connection for the next leg.
+func TestStreamClosedAfterItsLastEventKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	const event = "data: [DONE]\n\n"
+	readIt, written := make(chan struct{}), make(chan struct{})
+	var accepted atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(event), event)
+					if req.URL.Path == "/stream" {
+						<-readIt
+					}
+					_, _ = io.WriteString(conn, "0\r\n\r\n")
+					if req.URL.Path == "/stream" {
+						written <- struct{}{}
+					}
+				}
+			}()
+		}
+	}()
+	c := httpengine.New(httpengine.Options{})
+	defer c.CloseIdle()
+	url := "http://" + ln.Addr().String()
+	resp, err := send(t, c, context.Background(), url, "/stream", nil)
+	require.NoError(t, err)
+	got := make([]byte, len(event))
+	_, err = io.ReadFull(resp.Body, got)
+	require.NoError(t, err)
+	assert.Equal(t, event, string(got))
+	readIt <- struct{}{}
+	<-written // on loopback the terminator is in the socket buffer once the write returned
+	require.NoError(t, resp.Body.Close())
+	resp, err = send(t, c, context.Background(), url, "/again", nil)
+	require.NoError(t, err)
+	_, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	assert.EqualValues(t, 1, accepted.Load(), "the second leg reuses the connection")
+}
+
+// A body closed while the engine is still streaming much more is not drained: the
+// connection is closed and the engine sees the abort.
+func TestBodyClosedMidStreamIsNotDrained(t *testing.T) {
+	t.Parallel()
+	aborted := make(chan struct{})
+	srv, _ := countedServer(t, func(w http.ResponseWriter, r *http.Request) {
+		event := []byte("data: " + strings.Repeat("x", 1000) + "\n\n")
+		for i := 0; i < 100000; i++ {
+			if _, err := w.Write(event); err != nil {
+				break
+			}
+			w.(http.Flusher).Flush()
+			if r.Context().Err() != nil {
+				break
+			}
+		}
+		<-r.Context().Done()
+		close(aborted)
+	})
+	c := httpengine.New(httpengine.Options{})
+	defer c.CloseIdle()
+	resp, err := send(t, c, context.Background(), srv.URL, "/stream", nil)
+	require.NoError(t, err)
+	_, err = io.ReadFull(resp.Body, make([]byte, 100))
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	select {
+	case <-aborted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine never saw the leg abort")
+	}
+}
+
+// Close from another goroutine ends a Read blocked on a silent engine.
+func TestCloseEndsABlockedRead(t *testing.T) {
+	t.Parallel()
+	srv, _ := countedServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("data: 1\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	c := httpengine.New(httpengine.Options{})
+	resp, err := send(t, c, context.Background(), srv.URL, "/stream", nil)
+	require.NoError(t, err)
+	_, err = io.ReadFull(resp.Body, make([]byte, 9))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(make([]byte, 64))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the Read block
+	require.NoError(t, resp.Body.Close())
+	select {
+	case err := <-done:
+		assert.Error(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the blocked Read")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -185,11 +186,14 @@ type h1Body struct {
 	ctx  context.Context
 	keep bool        // the engine did not ask to close the connection
 	done atomic.Bool // the connection was released (pooled or closed)
+	mu   sync.Mutex  // held by Read: Close finishes the body only when no Read runs
 }
 
 var errReadAfterClose = errors.New("http: read on closed response body")
 
 func (b *h1Body) Read(buf []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.done.Load() {
 		return 0, errReadAfterClose
 	}
@@ -205,11 +209,54 @@ func (b *h1Body) Read(buf []byte) (int, error) {
 	return n, cause(b.ctx, err)
 }
 
-// Close releases the connection: back to the pool when the body was read to its end,
-// closed otherwise. Closing twice is a no-op.
+// Close releases the connection: back to the pool when the body was read to its end or
+// its small rest arrives at once (finish), closed otherwise. Closing twice is a no-op.
+// A Close while another goroutine is blocked in Read closes the connection, which ends
+// that Read.
 func (b *h1Body) Close() error {
-	b.release(false)
+	if b.done.Load() {
+		return nil
+	}
+	if !b.mu.TryLock() { // a Read is in progress: never read beside it
+		b.release(false)
+		return nil
+	}
+	defer b.mu.Unlock()
+	b.release(b.keep && b.finish())
 	return nil
+}
+
+// finishWait and finishMax bound what Close reads of a body's rest to keep its connection.
+const (
+	finishWait = 2 * time.Millisecond
+	finishMax  = 4 << 10
+)
+
+// finish reads the rest of the body when it is small and already on its way, and reports
+// whether the body ended. A stream relayed up to its [DONE] event is closed with only the
+// chunked terminator unread (uvicorn writes it right after the last event); reading it
+// keeps the connection for the next leg instead of dialling a new one per stream. More
+// than finishMax bytes (an engine still streaming to a client that left) or nothing within
+// finishWait means the connection is closed, so the engine sees the abort.
+func (b *h1Body) finish() bool {
+	if b.ctx.Err() != nil {
+		return false
+	}
+	if err := b.pc.nc.SetReadDeadline(time.Now().Add(finishWait)); err != nil {
+		return false
+	}
+	var scratch [512]byte
+	for read := 0; read <= finishMax; {
+		n, err := b.body.Read(scratch[:])
+		read += n
+		if err == io.EOF {
+			return b.pc.nc.SetReadDeadline(time.Time{}) == nil
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // release pools the connection when the body ended cleanly, the engine kept it alive and

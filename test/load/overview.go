@@ -79,14 +79,15 @@ const (
 )
 
 // WriteOverview prints the side-by-side table of one run: per scenario the gateway's CPU
-// per request (from /proc/<pid>/stat over the measured phases), the direct client's, the
+// per request (from /proc/<pid>/stat over the measured phases), the direct client's and
+// their quotient (which evens out the machine's speed drifting between runs), the
 // throughput ratio and added p50/p99 against the direct client, and the dispatch-path
 // benchmark's allocations per request for the same engine and mode (allocs may be nil);
 // then the CPU, throughput, latency and allocation targets, judged on these figures.
 func WriteOverview(out io.Writer, r SuiteResult, allocs map[string]AllocFigure) {
 	fmt.Fprintf(out, "\n### overview (medians over the A/B pairs; allocations from BenchmarkDispatch)\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tgateway cpu µs/req\tdirect client cpu µs/req\tthroughput ×\t+p50 ms\t+p99 ms\tdispatch B/op\tdispatch allocs/op\t")
+	fmt.Fprintln(tw, "scenario\tgateway cpu µs/req\tdirect client cpu µs/req\tgw ÷ client\tthroughput ×\t+p50 ms\t+p99 ms\tdispatch B/op\tdispatch allocs/op\t")
 	type verdict struct{ cpu, tput, p50 []string }
 	var v verdict
 	cpuOK, tputOK, p50OK := true, true, true
@@ -102,7 +103,11 @@ func WriteOverview(out io.Writer, r SuiteResult, allocs map[string]AllocFigure) 
 		if a, ok := allocs[allocKey(sr.Scenario)]; ok {
 			b, o = fmt.Sprintf("%.0f", a.Bytes), fmt.Sprintf("%.0f", a.Objects)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%+.3f\t%+.3f\t%s\t%s\t\n", sr.Scenario.Name(), gw, dc, m.Throughput, m.AddedP50, m.AddedP99, b, o)
+		ratio := "-"
+		if dc > 0 {
+			ratio = fmt.Sprintf("%.2f", gw/dc)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.3f\t%+.3f\t%+.3f\t%s\t%s\t\n", sr.Scenario.Name(), gw, dc, ratio, m.Throughput, m.AddedP50, m.AddedP99, b, o)
 		s := sr.Scenario
 		if s.Realistic {
 			continue

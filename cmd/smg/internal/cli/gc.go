@@ -8,12 +8,6 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
-// defaultGOGC is --gogc's default. The gateway's live heap is a few MB, so at Go's default
-// of 100 the collector runs about 11 times a second at 2,000 PD requests/s; at 400 the
-// gateway spends about a fifth less CPU per request (docs/benchmarks.md) for a heap goal
-// of a few tens of MB. GOMEMLIMIT (below) keeps the larger goal inside a container.
-const defaultGOGC = 400
-
 // memLimitRatio is the share of the container's memory limit given to GOMEMLIMIT (the Go
 // runtime's soft limit), leaving room for what the limit does not steer: non-Go memory and
 // the runtime's own slack.

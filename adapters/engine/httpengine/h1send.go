@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,6 +22,14 @@ import (
 // errHeadTimeout is what a leg fails with when FirstByteTimeout passes before the response
 // head, worded as net/http's transport words its ResponseHeaderTimeout.
 var errHeadTimeout = errors.New("net/http: timeout awaiting response headers")
+
+// maxHeadBytes bounds the bytes read for one response head, interim 1xx heads included:
+// net/http's transport default for MaxResponseHeaderBytes (10 MiB).
+const maxHeadBytes = 10 << 20
+
+// errHeadTooLarge is what a leg fails with when the response head exceeds maxHeadBytes,
+// worded as net/http's transport words it.
+var errHeadTooLarge = fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted", maxHeadBytes)
 
 // skipHeader lists forwarded header names the client writes itself or never sends: framing
 // and hop-by-hop fields (RFC 9110 §7.6.1) would corrupt the exchange.
@@ -144,6 +153,8 @@ func (c *Client) readHead(pc *h1Conn) (*http.Response, error) {
 	if c.firstByte > 0 {
 		_ = pc.nc.SetReadDeadline(time.Now().Add(c.firstByte))
 	}
+	pc.rd.left = maxHeadBytes + int64(pc.br.Buffered())
+	defer func() { pc.rd.left = math.MaxInt64 }()
 	var resp *http.Response
 	var err error
 	for range 5 {

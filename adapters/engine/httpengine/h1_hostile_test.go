@@ -170,3 +170,17 @@ func TestLargeBodiesReuseTheConnection(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, cc.opened.Load())
 }
+
+// A 101 Switching Protocols answer fails the leg with an error that says so (a leg never
+// asks for an upgrade), not as if the engine had sent too many interim answers.
+func TestSwitchingProtocolsFailsTheLeg(t *testing.T) {
+	t.Parallel()
+	url := rawEngine(t, 1, func(_ int, conn net.Conn) {
+		_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	})
+	c := httpengine.New(httpengine.Options{})
+	defer c.CloseIdle()
+	_, err := send(t, c, context.Background(), url, "/generate", nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "101 Switching Protocols")
+}

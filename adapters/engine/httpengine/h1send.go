@@ -23,6 +23,10 @@ import (
 // head, worded as net/http's transport words its ResponseHeaderTimeout.
 var errHeadTimeout = errors.New("net/http: timeout awaiting response headers")
 
+// errSwitchingProtocols is what a leg fails with when the engine answers 101: a leg never
+// asks for an upgrade, and the connection is no longer HTTP/1.1.
+var errSwitchingProtocols = errors.New("engine answered 101 Switching Protocols to a leg that asked for no upgrade")
+
 // maxHeadBytes bounds the bytes read for one response head, interim 1xx heads included:
 // net/http's transport default for MaxResponseHeaderBytes (10 MiB).
 const maxHeadBytes = 10 << 20
@@ -208,7 +212,9 @@ func (c *Client) readHead(pc *h1Conn) (*http.Response, error) {
 			break
 		}
 	}
-	if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		err = errSwitchingProtocols
+	} else if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
 		err = errors.New("net/http: too many 1xx informational responses")
 	}
 	if c.firstByte > 0 {

@@ -33,10 +33,11 @@ type Options struct {
 
 // Client implements ports.EngineClient. Legs to plain-HTTP workers go over its own
 // HTTP/1.1 connection pool (h1pool.go, h1send.go): each leg is written and its head read on
-// the caller's goroutine, with net/http's response parser. That costs about half the CPU of
-// net/http's transport, whose reader and writer goroutines per connection hand every leg
-// across three goroutines (docs/benchmarks.md). https workers, and worker URLs with
-// userinfo or a query, use net/http's transport.
+// the caller's goroutine, with net/http's response parser (a body over 12 KiB is written on a
+// goroutine of its own meanwhile, so an engine may answer before reading it). That costs
+// about half the CPU of net/http's transport, whose reader and writer goroutines per
+// connection hand every leg across three goroutines (docs/benchmarks.md). https workers,
+// and worker URLs with userinfo or a query, use net/http's transport.
 type Client struct {
 	hc *http.Client
 	// tr is hc's transport. Legs go to it directly: http.Client.Do would clone the headers

@@ -3,6 +3,7 @@ package httpengine
 import (
 	"bufio"
 	"context"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -25,12 +26,33 @@ type hostPool struct {
 }
 
 // h1Conn is one engine connection with its buffered reader and writer (4 KiB each, as
-// net/http's transport uses).
+// net/http's transport uses). br reads through rd, which bounds a response head.
 type h1Conn struct {
 	nc        net.Conn
+	rd        limitReader
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+}
+
+// limitReader reads nc while left stays positive, then fails with errHeadTooLarge: readHead
+// sets left to maxHeadBytes while it parses a head (textproto buffers a header line and
+// the header block without a bound of its own) and lifts it for the body.
+type limitReader struct {
+	nc   net.Conn
+	left int64
+}
+
+func (r *limitReader) Read(b []byte) (int, error) {
+	if r.left <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(b)) > r.left {
+		b = b[:r.left]
+	}
+	n, err := r.nc.Read(b)
+	r.left -= int64(n)
+	return n, err
 }
 
 // poolFor returns the pool of a plain-HTTP base URL, or nil when the URL needs what only
@@ -103,7 +125,9 @@ func (c *Client) get(ctx context.Context, p *hostPool) (*h1Conn, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
+	pc := &h1Conn{nc: nc, rd: limitReader{nc: nc, left: math.MaxInt64}, bw: bufio.NewWriterSize(nc, 4096)}
+	pc.br = bufio.NewReaderSize(&pc.rd, 4096)
+	return pc, false, nil
 }
 
 // put returns a connection whose response was read to its end to the pool, or closes it

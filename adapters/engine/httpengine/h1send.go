@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,6 +23,18 @@ import (
 // head, worded as net/http's transport words its ResponseHeaderTimeout.
 var errHeadTimeout = errors.New("net/http: timeout awaiting response headers")
 
+// errSwitchingProtocols is what a leg fails with when the engine answers 101: a leg never
+// asks for an upgrade, and the connection is no longer HTTP/1.1.
+var errSwitchingProtocols = errors.New("engine answered 101 Switching Protocols to a leg that asked for no upgrade")
+
+// maxHeadBytes bounds the bytes read for one response head, interim 1xx heads included:
+// net/http's transport default for MaxResponseHeaderBytes (10 MiB).
+const maxHeadBytes = 10 << 20
+
+// errHeadTooLarge is what a leg fails with when the response head exceeds maxHeadBytes,
+// worded as net/http's transport words it.
+var errHeadTooLarge = fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted", maxHeadBytes)
+
 // skipHeader lists forwarded header names the client writes itself or never sends: framing
 // and hop-by-hop fields (RFC 9110 §7.6.1) would corrupt the exchange.
 var skipHeader = map[string]bool{
@@ -32,7 +45,8 @@ var skipHeader = map[string]bool{
 
 // sendH1 is Send over the pool of a plain-HTTP engine: the request is written and its
 // response head read on the calling goroutine, with no reader and writer goroutines per
-// connection as net/http's transport runs. Cancelling ctx closes the connection, which
+// connection as net/http's transport runs (a body over syncBodyMax is written on a
+// goroutine of its own while the head is read). Cancelling ctx closes the connection, which
 // unblocks a pending write or read at once and shows the engine the leg abort. A write that
 // fails on a reused connection (the engine had closed it) is retried once on a new one:
 // nothing reached the engine.
@@ -52,27 +66,71 @@ func (c *Client) sendH1(ctx context.Context, p *hostPool, base string, req ports
 			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: err}
 		}
 		stop := context.AfterFunc(ctx, func() { _ = pc.nc.Close() })
-		if err := writeRequest(pc, p.host, target, req, extra); err != nil {
+		var wrote chan error // the write's result when it runs beside the head read
+		if len(req.Body) > syncBodyMax {
+			wrote = make(chan error, 1)
+			go func() {
+				err := writeRequest(pc, p.host, target, req, extra)
+				var he headerError
+				if errors.As(err, &he) {
+					_ = pc.nc.Close() // the request is incomplete: nothing will answer it
+				}
+				wrote <- err
+			}()
+		} else if err := writeRequest(pc, p.host, target, req, extra); err != nil {
 			stop()
 			_ = pc.nc.Close()
-			var he headerError
-			if errors.As(err, &he) {
+			if retry, err := writeFailed(ctx, err, reused && attempt == 0); !retry {
 				return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: err}
 			}
-			if reused && attempt == 0 && ctx.Err() == nil {
-				continue
-			}
-			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: cause(ctx, err)}
+			continue
 		}
 		resp, err := c.readHead(pc)
 		if err != nil {
 			stop()
 			_ = pc.nc.Close()
+			if wrote != nil { // the write ends at the close; a failed one decides as above
+				if werr := <-wrote; werr != nil {
+					retry, werr := writeFailed(ctx, werr, reused && attempt == 0)
+					if retry {
+						continue
+					}
+					if errors.As(werr, new(headerError)) {
+						return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: werr}
+					}
+				}
+			}
 			return nil, &url.Error{Op: "Post", URL: base + req.Path, Err: cause(ctx, err)}
 		}
-		b := &h1Body{c: c, p: p, pc: pc, body: resp.Body, stop: stop, ctx: ctx, keep: !resp.Close}
+		b := &h1Body{c: c, p: p, pc: pc, body: resp.Body, stop: stop, ctx: ctx, keep: !resp.Close, wrote: wrote}
 		return &ports.LegResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 	}
+}
+
+// syncBodyMax is the largest request body written on the caller's goroutine before the
+// head is read: with the head it fits the kernel's default TCP send buffer (16 KiB), so
+// the write completes even when the engine reads nothing. A larger body is written on a
+// goroutine while the head is read, as net/http's transport does always: an engine may
+// answer (a 401, a 413, an overload 503) without reading the body, and then that answer
+// is the leg's, not a write blocked until the leg deadline or failed with a reset.
+const syncBodyMax = 12 << 10
+
+// writeDone bounds how long releasing a body waits for the request's write to finish
+// before pooling its connection (net/http's transport waits 50 ms likewise).
+const writeDone = 50 * time.Millisecond
+
+// writeFailed classifies a failed write: an invalid header fails the leg as it is; another
+// failure on a reused connection with ctx live is retried (mayRetry; the engine cannot
+// have taken an incomplete request); else the leg fails with ctx's error or err.
+func writeFailed(ctx context.Context, err error, mayRetry bool) (retry bool, _ error) {
+	var he headerError
+	if errors.As(err, &he) {
+		return false, err
+	}
+	if mayRetry && ctx.Err() == nil {
+		return true, nil
+	}
+	return false, cause(ctx, err)
 }
 
 // headerError is a header name or value that cannot be written (a CR or LF in an api key).
@@ -144,6 +202,8 @@ func (c *Client) readHead(pc *h1Conn) (*http.Response, error) {
 	if c.firstByte > 0 {
 		_ = pc.nc.SetReadDeadline(time.Now().Add(c.firstByte))
 	}
+	pc.rd.left = maxHeadBytes + int64(pc.br.Buffered())
+	defer func() { pc.rd.left = math.MaxInt64 }()
 	var resp *http.Response
 	var err error
 	for range 5 {
@@ -152,7 +212,9 @@ func (c *Client) readHead(pc *h1Conn) (*http.Response, error) {
 			break
 		}
 	}
-	if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		err = errSwitchingProtocols
+	} else if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
 		err = errors.New("net/http: too many 1xx informational responses")
 	}
 	if c.firstByte > 0 {
@@ -184,9 +246,12 @@ type h1Body struct {
 	body io.ReadCloser
 	stop func() bool
 	ctx  context.Context
-	keep bool        // the engine did not ask to close the connection
-	done atomic.Bool // the connection was released (pooled or closed)
-	mu   sync.Mutex  // held by Read: Close finishes the body only when no Read runs
+	keep bool // the engine did not ask to close the connection
+	// wrote, when set, delivers the result of a request write that ran beside the head
+	// read: the connection is pooled only after that write succeeded.
+	wrote chan error
+	done  atomic.Bool // the connection was released (pooled or closed)
+	mu    sync.Mutex  // held by Read: Close finishes the body only when no Read runs
 }
 
 var errReadAfterClose = errors.New("http: read on closed response body")
@@ -266,10 +331,27 @@ func (b *h1Body) release(atEOF bool) {
 		return
 	}
 	watching := b.stop()
-	if atEOF && b.keep && watching {
+	if atEOF && b.keep && watching && b.wroteOK() {
 		_ = b.body.Close() // at EOF: frees the reader without reading
 		b.c.put(b.p, b.pc)
 		return
 	}
 	_ = b.pc.nc.Close()
+}
+
+// wroteOK reports whether the request's write finished without error, waiting up to
+// writeDone for a write that ran beside the head read (an engine that answered early may
+// not have read the whole body: that connection is closed).
+func (b *h1Body) wroteOK() bool {
+	if b.wrote == nil {
+		return true
+	}
+	t := time.NewTimer(writeDone)
+	defer t.Stop()
+	select {
+	case err := <-b.wrote:
+		return err == nil
+	case <-t.C:
+		return false
+	}
 }

@@ -550,3 +550,42 @@ func TestCloseEndsABlockedRead(t *testing.T) {
 		t.Fatal("Close did not end the blocked Read")
 	}
 }
+
+// Past its end a body keeps answering io.EOF, as net/http's do; after Close it says so.
+func TestReadPastTheEndIsEOF(t *testing.T) {
+	t.Parallel()
+	srv, _ := countedServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`ok`)) })
+	c := httpengine.New(httpengine.Options{})
+	defer c.CloseIdle()
+	resp, err := send(t, c, context.Background(), srv.URL, "/generate", nil)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", string(b))
+	n, err := resp.Body.Read(make([]byte, 8))
+	assert.Equal(t, 0, n)
+	assert.Equal(t, io.EOF, err)
+	require.NoError(t, resp.Body.Close())
+}
+
+// The pool of a worker URL that gets no legs for an idle timeout is dropped (worker URLs
+// come and go with pods); a later leg to it builds a new one.
+func TestUnusedPoolsAreDropped(t *testing.T) {
+	t.Parallel()
+	srv, cc := countedServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`ok`)) })
+	c := httpengine.New(httpengine.Options{IdleConnTimeout: 100 * time.Millisecond})
+	defer c.CloseIdle()
+	leg := func() {
+		resp, err := send(t, c, context.Background(), srv.URL, "/generate", nil)
+		require.NoError(t, err)
+		_, _ = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+	}
+	leg()
+	assert.Equal(t, 1, httpengine.Pools(c))
+	waitFor(t, "the unused pool is dropped", func() bool { return httpengine.Pools(c) == 0 })
+	waitFor(t, "its idle connection is closed", func() bool { return cc.closed.Load() == 1 })
+	leg()
+	assert.Equal(t, 1, httpengine.Pools(c))
+	assert.EqualValues(t, 2, cc.opened.Load())
+}

@@ -20,9 +20,11 @@ type hostPool struct {
 	// prefix is the worker URL's escaped path ("" or "/v1" style), prepended to each leg path.
 	prefix string
 
-	mu      sync.Mutex
-	idle    []*h1Conn
-	targets map[string]string // leg path -> request target
+	mu       sync.Mutex
+	idle     []*h1Conn
+	targets  map[string]string // leg path -> request target
+	lastUsed time.Time         // the last return of a connection
+	dead     bool              // dropped by the sweep: returned connections are closed
 }
 
 // h1Conn is one engine connection with its buffered reader and writer (4 KiB each, as
@@ -135,7 +137,8 @@ func (c *Client) get(ctx context.Context, p *hostPool) (*h1Conn, bool, error) {
 func (c *Client) put(p *hostPool, pc *h1Conn) {
 	pc.idleSince = time.Now()
 	p.mu.Lock()
-	if len(p.idle) >= c.maxIdle {
+	p.lastUsed = pc.idleSince
+	if p.dead || len(p.idle) >= c.maxIdle {
 		p.mu.Unlock()
 		_ = pc.nc.Close()
 		return
@@ -145,21 +148,22 @@ func (c *Client) put(p *hostPool, pc *h1Conn) {
 	c.armSweep()
 }
 
-// armSweep schedules one sweep an idle timeout from now unless one is pending: pooled
+// armSweep schedules one sweep half an idle timeout from now unless one is pending: pooled
 // connections of a worker that gets no more legs (removed, or idle) are closed instead of
 // sitting half-closed once the engine drops them (uvicorn does after 5 s).
 func (c *Client) armSweep() {
 	if c.sweepArmed.CompareAndSwap(false, true) {
-		time.AfterFunc(c.idleTimeout, c.sweep)
+		time.AfterFunc(c.idleTimeout/2, c.sweep) // so an idle connection lives at most 1.5 timeouts
 	}
 }
 
-// sweep closes idle connections past the idle timeout or no longer open, and re-arms while
-// any stay pooled.
+// sweep closes idle connections past the idle timeout or no longer open, drops the pools
+// of worker URLs that had no leg for an idle timeout, and re-arms while any pool is left
+// to watch.
 func (c *Client) sweep() {
 	c.sweepArmed.Store(false)
 	left := false
-	c.pools.Range(func(_, v any) bool {
+	c.pools.Range(func(key, v any) bool {
 		p := v.(*hostPool)
 		p.mu.Lock()
 		kept := p.idle[:0]
@@ -172,7 +176,17 @@ func (c *Client) sweep() {
 		}
 		clear(p.idle[len(kept):])
 		p.idle = kept
-		left = left || len(kept) > 0
+		switch {
+		case len(kept) > 0:
+			left = true
+		case time.Since(p.lastUsed) >= c.idleTimeout:
+			// No leg for a whole idle timeout (a removed worker, a pod IP gone): drop
+			// the pool, so the map does not grow with every worker URL ever seen.
+			p.dead = true
+			c.pools.CompareAndDelete(key, p)
+		default:
+			left = true // empty but recent: look again
+		}
 		p.mu.Unlock()
 		return true
 	})

@@ -251,6 +251,7 @@ type h1Body struct {
 	// read: the connection is pooled only after that write succeeded.
 	wrote chan error
 	done  atomic.Bool // the connection was released (pooled or closed)
+	eof   bool        // Read returned io.EOF (guarded by mu)
 	mu    sync.Mutex  // held by Read: Close finishes the body only when no Read runs
 }
 
@@ -259,6 +260,9 @@ var errReadAfterClose = errors.New("http: read on closed response body")
 func (b *h1Body) Read(buf []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.eof {
+		return 0, io.EOF // again, as net/http's bodies answer past their end
+	}
 	if b.done.Load() {
 		return 0, errReadAfterClose
 	}
@@ -267,6 +271,7 @@ func (b *h1Body) Read(buf []byte) (int, error) {
 		return n, nil
 	}
 	if err == io.EOF {
+		b.eof = true
 		b.release(true)
 		return n, io.EOF
 	}

@@ -122,8 +122,9 @@ type Config struct {
 	// FirstByteTimeout bounds a streaming decode leg from its dispatch to its first body
 	// byte: --first-byte-timeout-secs, 330 s; 0 = bounded by RequestTimeout only.
 	FirstByteTimeout time.Duration
-	// DecodeTimeout bounds a non-streaming decode leg from its dispatch to its response
-	// head, which engines send with the complete answer: --decode-timeout-secs, 600 s;
+	// DecodeTimeout bounds a non-streaming decode leg from its dispatch to the end of its
+	// answer (engines send the head with the complete answer; one that stalls after its
+	// head is bounded too): --decode-timeout-secs, 600 s;
 	// 0 = bounded by RequestTimeout only.
 	DecodeTimeout       time.Duration
 	ShutdownGracePeriod time.Duration // --shutdown-grace-period-secs, 180s

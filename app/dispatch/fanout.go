@@ -111,6 +111,7 @@ func (d *Dispatcher) fanInBodies(w http.ResponseWriter, rq *handoff.Request, ope
 	bodies := make([][]byte, len(opens))
 	for i, o := range opens {
 		b, err := io.ReadAll(io.LimitReader(o.decodeResp.Body, d.cfg.MaxPayloadSize))
+		o.dtimer.stop()
 		d.legEnded(o, o.decode, o.decodeResp.Status, err)
 		if err != nil {
 			return false, &errs.Error{Status: http.StatusBadGateway, Code: "decode_read_failed", Leg: "decode",

@@ -117,6 +117,7 @@ func (o *open) keepResult(r prefillResult) {
 // attempt's legs are cancelled at once (its fault is its error, recorded by the retry
 // loop). Safe to call more than once.
 func (d *Dispatcher) finish(o *open, committed bool) {
+	o.dtimer.stop() // a non-streaming body that was never read keeps its deadline until here
 	if o.decodeResp != nil {
 		_ = o.decodeResp.Body.Close()
 	}
@@ -210,7 +211,8 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 	o.decodeResp = resp
 	o.decodeHead.Store(true)
 	if !rq.Stream {
-		o.dtimer.stop() // a non-streaming head comes with the answer
+		// A non-streaming head comes with the answer; the deadline runs on until the body
+		// is read (relayBody), so an engine that stalls after its head is bounded too.
 		o.decodeOut.Store(true)
 	}
 	return o, nil

@@ -132,8 +132,7 @@ func (d *Dispatcher) moriioConcurrent(w http.ResponseWriter, o *open, plan *hand
 	o.decodeResp = resp
 	o.decodeHead.Store(true)
 	if !o.stream {
-		o.dtimer.stop()
-		o.decodeOut.Store(true)
+		o.decodeOut.Store(true) // the deadline runs on until the body is read (relayBody)
 	}
 	defer func() { d.finish(o, committed) }()
 	return d.relay(w, o)

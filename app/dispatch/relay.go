@@ -232,6 +232,7 @@ func (d *Dispatcher) writeMerged(w io.Writer, split *handoff.EventSplitter, chun
 // and bytes are relayed as they are.
 func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, err error) {
 	buf, err := readPooled(o.decodeResp.Body, d.cfg.MaxPayloadSize, contentLength(o.decodeResp.Header))
+	o.dtimer.stop()    // --decode-timeout-secs bounds the whole answer, head and body
 	defer putBody(buf) // after the Write below: nothing keeps the bytes
 	body := buf.Bytes()
 	if err != nil {

@@ -103,8 +103,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
 	o.decodeResp = resp
 	if !o.stream {
-		o.dtimer.stop()
-		o.decodeOut.Store(true)
+		o.decodeOut.Store(true) // the deadline runs on until the body is read (relayBody)
 	}
 	defer func() { d.finish(o, committed) }()
 	return d.relay(w, o)

@@ -193,3 +193,32 @@ func TestDecodeStreamTimeBounds(t *testing.T) {
 		assert.Equal(t, []float64{0, 0}, []float64{ok, fail})
 	})
 }
+
+// A non-streaming decode that sends its head and then stalls its body is bounded by
+// --decode-timeout-secs like one that sends nothing: 504 decode_timeout, the decode leg
+// cancelled, one unresponsive failure on the decode's breaker, none on the prefill's.
+// Before, the deadline stopped at the head and only --request-timeout-secs (1800 s) ended
+// the leg.
+func TestDecodeBodyStallIsBoundedByTheDecodeDeadline(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{sim.EngineSGLang, sim.EngineVLLM} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			const deadline = 300 * time.Millisecond
+			f := fleet.Start(t, fleet.Spec{Engine: engine, Prefills: 1, Decodes: 1,
+				Gateway: func(c *config.Config) { c.DecodeTimeout = deadline }})
+			r := f.Gateway.Post(t, "/v1/chat/completions", chat("stalled body", 8, false, "decode:delay-body:20000"), nil)
+			assert.Contains(t, requireError(t, r, http.StatusGatewayTimeout, "decode_timeout"), "--decode-timeout-secs (0.3s)")
+			assert.GreaterOrEqual(t, r.Elapsed, deadline, "the attempt waited out its deadline")
+			assert.Less(t, r.Elapsed, deadline+time.Second, "and no retry waited out another")
+
+			waitIdle(t, f.Sims()...)
+			d := f.Decodes[0].Stats()
+			assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
+			state, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+			assert.Equal(t, []float64{0, 0, 1}, []float64{state, ok, fail}, "one unresponsive failure")
+			state, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
+			assert.Equal(t, []float64{0, 1, 0}, []float64{state, ok, fail}, "the prefill answered")
+		})
+	}
+}

@@ -166,17 +166,7 @@ func TestDecodeStreamTimeBounds(t *testing.T) {
 		const deadline = 300 * time.Millisecond
 		f := start(t, func(c *config.Config) { c.FirstByteTimeout = deadline }, 0)
 		r := f.Gateway.Post(t, "/v1/chat/completions", chat("bounded stream", 500, true, "decode:delay-body:20000"), nil)
-		assert.Contains(t, requireError(t, r, http.StatusGatewayTimeout, "decode_first_byte_timeout"), "--first-byte-timeout-secs (0.3s)")
-		assert.GreaterOrEqual(t, r.Elapsed, deadline, "the attempt waited out its deadline")
-		assert.Less(t, r.Elapsed, deadline+time.Second, "and no retry waited out another")
-
-		waitIdle(t, f.Sims()...)
-		d := f.Decodes[0].Stats()
-		assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
-		state, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
-		assert.Equal(t, []float64{0, 0, 1}, []float64{state, ok, fail}, "one unresponsive failure")
-		state, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
-		assert.Equal(t, []float64{0, 1, 0}, []float64{state, ok, fail}, "the prefill answered")
+		assertDecodeTimedOut(t, f, r, "decode_first_byte_timeout", "--first-byte-timeout-secs (0.3s)", deadline)
 	})
 	t.Run("request timeout mid-stream", func(t *testing.T) {
 		t.Parallel()
@@ -208,17 +198,26 @@ func TestDecodeBodyStallIsBoundedByTheDecodeDeadline(t *testing.T) {
 			f := fleet.Start(t, fleet.Spec{Engine: engine, Prefills: 1, Decodes: 1,
 				Gateway: func(c *config.Config) { c.DecodeTimeout = deadline }})
 			r := f.Gateway.Post(t, "/v1/chat/completions", chat("stalled body", 8, false, "decode:delay-body:20000"), nil)
-			assert.Contains(t, requireError(t, r, http.StatusGatewayTimeout, "decode_timeout"), "--decode-timeout-secs (0.3s)")
-			assert.GreaterOrEqual(t, r.Elapsed, deadline, "the attempt waited out its deadline")
-			assert.Less(t, r.Elapsed, deadline+time.Second, "and no retry waited out another")
-
-			waitIdle(t, f.Sims()...)
-			d := f.Decodes[0].Stats()
-			assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
-			state, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
-			assert.Equal(t, []float64{0, 0, 1}, []float64{state, ok, fail}, "one unresponsive failure")
-			state, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
-			assert.Equal(t, []float64{0, 1, 0}, []float64{state, ok, fail}, "the prefill answered")
+			assertDecodeTimedOut(t, f, r, "decode_timeout", "--decode-timeout-secs (0.3s)", deadline)
 		})
 	}
+}
+
+// assertDecodeTimedOut checks the whole outcome of a decode that missed its deadline in a
+// 1P1D fleet: a 504 with code naming flagText, answered after the deadline and before a
+// second one (no retry waited), the decode leg cancelled, one unresponsive failure on the
+// decode's breaker and none on the prefill's, which answered.
+func assertDecodeTimedOut(t *testing.T, f *fleet.Fleet, r *fleet.Response, code, flagText string, deadline time.Duration) {
+	t.Helper()
+	assert.Contains(t, requireError(t, r, http.StatusGatewayTimeout, code), flagText)
+	assert.GreaterOrEqual(t, r.Elapsed, deadline, "the attempt waited out its deadline")
+	assert.Less(t, r.Elapsed, deadline+time.Second, "and no retry waited out another")
+
+	waitIdle(t, f.Sims()...)
+	d := f.Decodes[0].Stats()
+	assert.Equal(t, []int64{1, 1}, []int64{d.Requests, d.Aborted}, "the decode leg was cancelled: %+v", d)
+	state, ok, fail := cb(t, f.Gateway, f.Decodes[0].URL())
+	assert.Equal(t, []float64{0, 0, 1}, []float64{state, ok, fail}, "one unresponsive failure")
+	state, ok, fail = cb(t, f.Gateway, f.Prefills[0].URL())
+	assert.Equal(t, []float64{0, 1, 0}, []float64{state, ok, fail}, "the prefill answered")
 }

@@ -51,6 +51,15 @@ func send(t *testing.T, c *httpengine.Client, ctx context.Context, url, path str
 	return c.Send(ctx, ports.LegRequest{Worker: l, Path: path, Body: []byte(`{"x":1}`), Header: h})
 }
 
+// legToEnd sends a leg and reads its answer to the end, as the relay does.
+func legToEnd(t *testing.T, c *httpengine.Client, url, path string) {
+	t.Helper()
+	resp, err := send(t, c, context.Background(), url, path, nil)
+	require.NoError(t, err)
+	_, _ = io.ReadAll(resp.Body)
+	require.NoError(t, resp.Body.Close())
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -137,10 +146,7 @@ func TestBodyClosedEarlyAbortsTheLeg(t *testing.T) {
 	}
 	_, err = resp.Body.Read(make([]byte, 8))
 	assert.Error(t, err, "a closed body reads nothing")
-	resp, err = send(t, c, context.Background(), srv.URL, "/short", nil)
-	require.NoError(t, err)
-	_, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	legToEnd(t, c, srv.URL, "/short")
 	assert.EqualValues(t, 2, cc.opened.Load())
 }
 
@@ -243,10 +249,7 @@ func TestStreamedBodyArrivesIncrementally(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "\ndata: [DONE]\n\n", string(rest))
 	require.NoError(t, resp.Body.Close())
-	resp, err = send(t, c, context.Background(), srv.URL, "/again", nil)
-	require.NoError(t, err)
-	_, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	legToEnd(t, c, srv.URL, "/again")
 	assert.EqualValues(t, 1, cc.opened.Load())
 }
 
@@ -260,10 +263,7 @@ func TestConnectionCloseIsHonoured(t *testing.T) {
 	c := httpengine.New(httpengine.Options{})
 	defer c.CloseIdle()
 	for range 2 {
-		resp, err := send(t, c, context.Background(), srv.URL, "/generate", nil)
-		require.NoError(t, err)
-		_, _ = io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
+		legToEnd(t, c, srv.URL, "/generate")
 	}
 	assert.EqualValues(t, 2, cc.opened.Load())
 }
@@ -381,10 +381,7 @@ func TestIdleConnectionsAreSwept(t *testing.T) {
 	t.Parallel()
 	srv, cc := countedServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`ok`)) })
 	c := httpengine.New(httpengine.Options{IdleConnTimeout: 100 * time.Millisecond})
-	resp, err := send(t, c, context.Background(), srv.URL, "/generate", nil)
-	require.NoError(t, err)
-	_, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	legToEnd(t, c, srv.URL, "/generate")
 	waitFor(t, "the idle connection is closed", func() bool { return cc.closed.Load() == 1 })
 }
 
@@ -480,10 +477,7 @@ func TestStreamClosedAfterItsLastEventKeepsTheConnection(t *testing.T) {
 	readIt <- struct{}{}
 	<-written // on loopback the terminator is in the socket buffer once the write returned
 	require.NoError(t, resp.Body.Close())
-	resp, err = send(t, c, context.Background(), url, "/again", nil)
-	require.NoError(t, err)
-	_, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	legToEnd(t, c, url, "/again")
 	assert.EqualValues(t, 1, accepted.Load(), "the second leg reuses the connection")
 }
 
@@ -576,10 +570,7 @@ func TestUnusedPoolsAreDropped(t *testing.T) {
 	c := httpengine.New(httpengine.Options{IdleConnTimeout: 100 * time.Millisecond})
 	defer c.CloseIdle()
 	leg := func() {
-		resp, err := send(t, c, context.Background(), srv.URL, "/generate", nil)
-		require.NoError(t, err)
-		_, _ = io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
+		legToEnd(t, c, srv.URL, "/generate")
 	}
 	leg()
 	assert.Equal(t, 1, httpengine.Pools(c))

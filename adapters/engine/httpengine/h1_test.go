@@ -51,6 +51,17 @@ func send(t *testing.T, c *httpengine.Client, ctx context.Context, url, path str
 	return c.Send(ctx, ports.LegRequest{Worker: l, Path: path, Body: []byte(`{"x":1}`), Header: h})
 }
 
+// engineSawAbort waits (5 s at most) for a test engine's handler to see its request's
+// context end, which net/http's server reports when the client closed the connection.
+func engineSawAbort(t *testing.T, aborted <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-aborted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine never saw the leg abort")
+	}
+}
+
 // legToEnd sends a leg and reads its answer to the end, as the relay does.
 func legToEnd(t *testing.T, c *httpengine.Client, url, path string) {
 	t.Helper()
@@ -139,11 +150,7 @@ func TestBodyClosedEarlyAbortsTheLeg(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "data: 1\n", line)
 	require.NoError(t, resp.Body.Close())
-	select {
-	case <-aborted:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the engine never saw the leg abort")
-	}
+	engineSawAbort(t, aborted)
 	_, err = resp.Body.Read(make([]byte, 8))
 	assert.Error(t, err, "a closed body reads nothing")
 	legToEnd(t, c, srv.URL, "/short")
@@ -171,11 +178,7 @@ func TestCancelBeforeTheHeadReturnsPromptly(t *testing.T) {
 	assert.Nil(t, resp)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 3*time.Second)
-	select {
-	case <-gone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the engine never saw the leg abort")
-	}
+	engineSawAbort(t, gone)
 }
 
 // A leg deadline passing before the head is the context's DeadlineExceeded.
@@ -507,11 +510,7 @@ func TestBodyClosedMidStreamIsNotDrained(t *testing.T) {
 	_, err = io.ReadFull(resp.Body, make([]byte, 100))
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
-	select {
-	case <-aborted:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the engine never saw the leg abort")
-	}
+	engineSawAbort(t, aborted)
 }
 
 // Close from another goroutine ends a Read blocked on a silent engine.

@@ -70,10 +70,26 @@ func generatedText(t *testing.T, r *fleet.Response) string {
 // decode (sim max_running_seen), every request either succeeds (with the real handoff text)
 // or is shed with the seed's 503 + Retry-After before any leg is dispatched, and the
 // gateways' smg_pd_admission_sheds_total add up to the sheds. Afterwards no slot is held.
+//
+// The shared window holds while Redis answers. A burst that starves this 2-core machine can
+// time out three Redis calls in a row (100 ms each) in one instance, which then counts its
+// own window, by design (adapters/store; outage_test.go tests that mode). Such a run says
+// nothing about the shared window, so it is run once more on fresh processes and a fresh
+// database, and that run is judged whatever happens.
 func TestThreeInstancesShareOneDecodeWindow(t *testing.T) {
 	t.Parallel()
 	t.Cleanup(client.CloseIdleConnections)
-	rurl := redisDB(t, 7)
+	if fb := shareOneWindow(t, 7, false); fb > 0 {
+		t.Logf("Redis was marked down in an instance during the burst (%v calls served from memory): running again", fb)
+		shareOneWindow(t, 6, true)
+	}
+}
+
+// shareOneWindow runs the burst of TestThreeInstancesShareOneDecodeWindow on Redis database
+// db and checks it, unless an instance served shared-state calls from memory and judge is
+// false; it returns how many calls were served from memory.
+func shareOneWindow(t *testing.T, db int, judge bool) (fallbacks float64) {
+	rurl := redisDB(t, db)
 	p := prefillSim(t)
 	d := decodeSim(t, window, 20*time.Millisecond)
 	flags := []string{"--redis-url", rurl, "--pd-admission-wait-secs", "1", "--policy", "round_robin"}
@@ -114,7 +130,11 @@ func TestThreeInstancesShareOneDecodeWindow(t *testing.T) {
 	for _, g := range gws { // diagnostics: a Redis marked down admits per instance
 		if fb := g.metrics(t).Sum("smg_shared_state_fallbacks_total"); fb > 0 {
 			t.Logf("%s served %v shared-state calls from memory", g.name, fb)
+			fallbacks += fb
 		}
+	}
+	if fallbacks > 0 && !judge {
+		return fallbacks
 	}
 	assert.Equal(t, n, ok+total)
 	assert.GreaterOrEqual(t, ok, window, "at least one full window was admitted")
@@ -141,4 +161,5 @@ func TestThreeInstancesShareOneDecodeWindow(t *testing.T) {
 
 	s := slotsOf(t, rurl)
 	eventually(t, 5*time.Second, func() bool { return inUse(s, d.URL()) == 0 }, "every slot released, %d held", inUse(s, d.URL()))
+	return fallbacks
 }

@@ -331,25 +331,12 @@ func TestWorkerURLPathPrefix(t *testing.T) {
 // Interim 1xx answers are skipped as net/http's transport skips them.
 func TestInterimResponsesAreSkipped(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		req, err := http.ReadRequest(bufio.NewReader(conn))
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, req.Body)
+	url := rawEngine(t, 1, func(_ int, conn net.Conn) {
 		_, _ = io.WriteString(conn, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"+
 			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	}()
+	})
 	c := httpengine.New(httpengine.Options{})
-	resp, err := send(t, c, context.Background(), "http://"+ln.Addr().String(), "/generate", nil)
+	resp, err := send(t, c, context.Background(), url, "/generate", nil)
 	require.NoError(t, err)
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -362,19 +349,9 @@ func TestInterimResponsesAreSkipped(t *testing.T) {
 // net/http reports it.
 func TestEngineClosingWithoutAnswerIsEOF(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		_, _ = http.ReadRequest(bufio.NewReader(conn))
-		_ = conn.Close()
-	}()
+	url := rawEngine(t, 1, func(int, net.Conn) {}) // the connection closes unanswered
 	c := httpengine.New(httpengine.Options{})
-	_, err = send(t, c, context.Background(), "http://"+ln.Addr().String(), "/generate", nil)
+	_, err := send(t, c, context.Background(), url, "/generate", nil)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF), "%v", err)
 }

@@ -77,6 +77,10 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		// health checker must not make it ready first.
 		fx.Invoke(func(c *health.Checker, r *registry.Service) { c.HoldPending(r.Activating) }),
 		api.Module(),
+		fx.Provide(func(c config.Config) api.Options {
+			return api.Options{Host: c.Host, AdminAPIKey: c.AdminAPIKey, APIKey: c.APIKey,
+				PDDisaggregation: c.PDDisaggregation, EPDDisaggregation: c.EPDDisaggregation}
+		}),
 		store.Module(),
 		fx.Provide(func(c config.Config) store.SharedOptions {
 			return store.SharedOptions{RedisURL: c.RedisURL, RedisCluster: c.RedisCluster, KeyPrefix: c.RedisKeyPrefix}

@@ -21,7 +21,8 @@ func startupLog(t *testing.T, cfg config.Config) string {
 	t.Helper()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	app := fxtest.New(t, fx.NopLogger, fx.Supply(cfg), fx.Supply(log),
+	opts := api.Options{Host: cfg.Host, AdminAPIKey: cfg.AdminAPIKey, APIKey: cfg.APIKey}
+	app := fxtest.New(t, fx.NopLogger, fx.Supply(cfg), fx.Supply(opts), fx.Supply(log),
 		fx.Provide(http.NewServeMux, api.NewHumaAPI), memory.Module(), registry.Module(), api.Module())
 	app.RequireStart()
 	app.RequireStop()

@@ -51,7 +51,7 @@ func newGateway(t *testing.T, o gatewayOptions) (*httptest.Server, gateway) {
 	reg := registry.New(store, cfg, nil, quiet)
 	mux := http.NewServeMux()
 	h := api.NewHumaAPI(mux)
-	api.Register(h, api.Deps{Registry: reg, Store: store, Config: cfg})
+	api.Register(h, api.Deps{Registry: reg, Store: store, PDDisaggregation: cfg.PDDisaggregation})
 	srv := httptest.NewServer(mux)
 	var checker *health.Checker
 	if o.health {

@@ -155,10 +155,10 @@ func readiness(d Deps) *readinessOutput {
 		}
 	}
 	ready := healthy > 0
-	if d.Config.PDDisaggregation {
+	if d.PDDisaggregation {
 		ready = prefill > 0 && decode > 0
 	}
-	if d.Config.EPDDisaggregation {
+	if d.EPDDisaggregation {
 		ready = ready && encode > 0 // seed: "and an encode worker in EPD mode"
 	}
 	if !ready {

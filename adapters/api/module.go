@@ -7,7 +7,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"go.uber.org/fx"
 
-	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/ports"
 )
@@ -19,8 +18,11 @@ type Deps struct {
 	Registry *registry.Service
 	// Store is read by /readiness and /v1/models.
 	Store ports.WorkerStore
-	// Config gives the readiness rule (PDDisaggregation).
-	Config config.Config
+	// PDDisaggregation makes /readiness need a prefill and a decode worker (--pd-disaggregation);
+	// without it one healthy worker is enough.
+	PDDisaggregation bool
+	// EPDDisaggregation makes /readiness need an encode worker too (--epd-disaggregation).
+	EPDDisaggregation bool
 	// Drain, when set, makes /readiness answer 503 "draining" once the shutdown drain
 	// started; nil never drains.
 	Drain ports.DrainState
@@ -52,20 +54,32 @@ func Register(h huma.API, d Deps) {
 	}
 }
 
+// Options are the gateway settings the API needs; the composition root maps the
+// configuration onto them.
+type Options struct {
+	// Host is the listen address (--host): an open admin API beyond loopback is warned about.
+	Host string
+	// AdminAPIKey and APIKey are the Bearer keys (--admin-api-key, --api-key); "" = open.
+	AdminAPIKey, APIKey string
+	// PDDisaggregation and EPDDisaggregation select the readiness rule (see Deps).
+	PDDisaggregation, EPDDisaggregation bool
+}
+
 // Module registers the operations on the fx-provided huma.API (built with NewHumaAPI by the
-// composition root) with the provided *registry.Service, ports.WorkerStore and config.Config,
-// and the optional ports.DrainState.
+// composition root) with the provided *registry.Service, ports.WorkerStore and Options, and
+// the optional ports.DrainState.
 func Module() fx.Option {
 	return fx.Module("api", fx.Invoke(func(p params) {
-		auth := AuthOptions{AdminAPIKey: p.Config.AdminAPIKey, APIKey: p.Config.APIKey}
-		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Config: p.Config, Auth: auth, Drain: p.Drain})
-		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Config.Host) {
+		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey}
+		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Auth: auth, Drain: p.Drain,
+			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation})
+		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Options.Host) {
 			log := p.Log
 			if log == nil {
 				log = slog.Default()
 			}
 			log.Warn("the worker-management API (POST/GET/DELETE /workers) is open to anyone who can reach this address: set --admin-api-key (or SMG_ADMIN_API_KEY, --admin-api-key-file), or listen on loopback",
-				"host", p.Config.Host)
+				"host", p.Options.Host)
 		}
 	}))
 }
@@ -75,7 +89,7 @@ type params struct {
 	API      huma.API
 	Registry *registry.Service
 	Store    ports.WorkerStore
-	Config   config.Config
+	Options  Options
 	Drain    ports.DrainState `optional:"true"`
 	Log      *slog.Logger     `optional:"true"`
 }

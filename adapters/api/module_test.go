@@ -20,7 +20,8 @@ func TestModuleRegistersTheOperationsOnTheProvidedAPI(t *testing.T) {
 	var mux *http.ServeMux
 	app := fxtest.New(t,
 		fx.NopLogger,
-		fx.Supply(config.Default()),
+		fx.Supply(config.Default()), // for the registry
+		fx.Supply(api.Options{Host: "127.0.0.1"}),
 		fx.Provide(http.NewServeMux, api.NewHumaAPI),
 		memory.Module(),
 		registry.Module(),

@@ -190,7 +190,7 @@ func TestAddWorkerBodyOverServerLimitIs413(t *testing.T) {
 	mux := http.NewServeMux()
 	h := api.NewHumaAPI(mux)
 	store := memory.NewWorkers()
-	api.Register(h, api.Deps{Registry: registry.New(store, config.Default(), nil, nil), Store: store, Config: config.Default()})
+	api.Register(h, api.Deps{Registry: registry.New(store, config.Default(), nil, nil), Store: store})
 	srv := httptest.NewServer(http.MaxBytesHandler(mux, 1000))
 	defer srv.Close()
 	body := `{"url":"http://127.0.0.1:9","labels":{"pad":"` + strings.Repeat("x", 5000) + `"}}`

@@ -39,9 +39,9 @@ type Options struct {
 // connection hand every leg across three goroutines (docs/benchmarks.md). https workers,
 // and worker URLs with userinfo or a query, use net/http's transport.
 type Client struct {
-	hc *http.Client
-	// tr is hc's transport. Legs go to it directly: http.Client.Do would clone the headers
-	// and set up body rewinding for redirects on every call, and a PD leg never follows one.
+	// tr carries the legs to https workers. Legs go to it directly: http.Client.Do would
+	// clone the headers and set up body rewinding for redirects on every call, and a PD leg
+	// never follows one.
 	tr     *http.Transport
 	inject func(ctx context.Context, h http.Header)
 
@@ -81,12 +81,9 @@ func New(o Options) *Client {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, tr: tr, inject: o.InjectHeaders,
+	return &Client{tr: tr, inject: o.InjectHeaders,
 		dialer: d, idleTimeout: o.IdleConnTimeout, maxIdle: o.MaxIdleConnsPerHost, firstByte: o.FirstByteTimeout}
 }
-
-// HTTPClient exposes the underlying client (for probes that should share the pool).
-func (c *Client) HTTPClient() *http.Client { return c.hc }
 
 // Send POSTs req.Body to req.Worker.BaseURL()+req.Path and returns when the response head
 // arrives. Content-Type is always application/json; a worker registered with an api_key gets
@@ -127,5 +124,5 @@ func (c *Client) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResp
 // CloseIdle closes idle pooled connections (on shutdown).
 func (c *Client) CloseIdle() {
 	c.closeIdle()
-	c.hc.CloseIdleConnections()
+	c.tr.CloseIdleConnections()
 }

@@ -196,11 +196,13 @@ func (x *encoderService) Encode(ctx context.Context, r *tokenspeedencoderpb.Enco
 		return nil, status.Errorf(codes.InvalidArgument, "request_id %q is not encode-<id>", r.GetRequestId())
 	}
 	hash := hex.EncodeToString(items[0].GetContentHash())
+	// Recorded before the embedding is offered: once kept, a prefill can take it and the
+	// request can finish, and a test reading /sim/stats then must see this encode.
+	s.recordEncoded(hash, r.GetRequestId(), rooms[0].GetBootstrapRoom())
 	if err := s.keep(embedKey(rooms[0].GetBootstrapRoom()), kvPayload{Digest: Embedding(items[0].GetContentHash(), in.GetInline()), Hash: hash, EngineID: s.engineID()}); err != nil {
 		s.c.errors.Add(1)
 		return nil, err
 	}
-	s.recordEncoded(hash, r.GetRequestId(), rooms[0].GetBootstrapRoom())
 	return &tokenspeedencoderpb.EncodeResponse{Accepted: true}, nil
 }
 

@@ -348,7 +348,7 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	if tr.unresponsive(p) || tr.unresponsive(dc) || tr.samePair(p, dc) {
 		return false, errOnlyUnresponsive
 	}
-	tr.decode = dc.URL
+	tr.prefill, tr.decode = p.URL, dc.URL
 	defer func() { avoidFailed(preq, err, p, dc) }()
 	if d.grpc != nil && (p.Mode == worker.ConnGRPC || dc.Mode == worker.ConnGRPC) {
 		return d.grpc.Attempt(ctx, w, rq, p, dc, hdr)

@@ -30,8 +30,9 @@ type legFault struct {
 	// recorded is set once the fault reached the OutcomeRecorder (or was waived): the relay
 	// and finish can both meet a prefill fault that came after the commit.
 	recorded atomic.Bool
-	// ambiguous marks a deadline that passed while neither leg had answered; peer is the
-	// other leg's worker. Either may be the silent one: the retry loop settles which.
+	// ambiguous marks a fault either leg may have caused: a deadline that passed while
+	// neither leg had answered, or a decode that failed loading the KV its prefill handed
+	// off (kvLoadFault). peer is the other leg's worker; the retry loop settles which.
 	ambiguous bool
 	peer      *worker.Live
 }
@@ -44,9 +45,25 @@ func (f *legFault) pairOf() (p, dc *worker.Live) {
 	return f.peer, f.w
 }
 
-// blaming is f charged to w (one of its pair): unresponsive, the same client error.
+// blaming is f charged to w (one of its pair): the same status or cause, the same client
+// error.
 func (f *legFault) blaming(w *worker.Live) *legFault {
-	return &legFault{e: f.e, w: w, cause: f.cause}
+	return &legFault{e: f.e, w: w, status: f.status, cause: f.cause}
+}
+
+// silent reports whether f is a deadline that passed (the worker was unresponsive).
+func (f *legFault) silent() bool { return errors.Is(f.cause, errs.ErrUnresponsive) }
+
+// kvLoadFault marks f, a vLLM decode's 500 answered after its prefill handed off the KV, as
+// ambiguous with the prefill p: vLLM answers a failed KV load (kv_load_failure_policy
+// "fail") with the same 500 "Internal server error" as any other generation error
+// (engines.md §3.1; vllm/entrypoints/openai serving _raise_if_error), so the decode may be
+// broken, or the prefill may have died or freed its blocks after answering. Charging the
+// decode alone would let one dead prefill open a healthy decode's breaker: every request
+// in flight to it fails there at once.
+func kvLoadFault(f *legFault, p *worker.Live) *legFault {
+	f.ambiguous, f.peer = true, p
+	return f
 }
 
 func (f *legFault) Error() string { return f.e.Error() }
@@ -177,15 +194,15 @@ type tries struct {
 	// hung are the ids of workers that were unresponsive for this request: a retry never
 	// goes back to one (it would cost another whole deadline).
 	hung []string
-	// pending is an ambiguous timeout not yet charged: the retry keeps its decode and
-	// changes its prefill. If that pair answers, the prefill was the silent one; if the kept
-	// decode waits out its own deadline again, it was. Anything else is charged to the leg
-	// whose deadline passed. (One silent worker per pair is assumed: with every prefill
-	// hung the prefills' deadlines pass and they are charged; when the deadlines are equal
-	// the decode's speaks for the pair.)
+	// pending is an ambiguous fault not yet charged: the retry keeps its decode and changes
+	// its prefill. If that pair answers, the prefill was the culprit; if the kept decode
+	// fails the same way again, it was. Anything else is charged to the leg that reported
+	// it. (One faulty worker per pair is assumed: with every prefill hung the prefills'
+	// deadlines pass and they are charged; when the deadlines are equal the decode's speaks
+	// for the pair.)
 	pending *legFault
-	// decode is the URL of the decode the latest attempt used.
-	decode string
+	// prefill and decode are the URLs of the pair the latest attempt used.
+	prefill, decode string
 }
 
 // failed notes an attempt's fault and returns the faults to record now (none while an
@@ -199,15 +216,24 @@ func (t *tries) failed(f *legFault, preq *policy.Request) []*legFault {
 			_, pdc := prev.pairOf()
 			t.pending, preq.PinDecode = nil, ""
 			if pdc.ID == dc.ID && prev.e.Leg == "decode" && f.e.Leg == "decode" {
+				preq.Avoid = append(preq.Avoid, dc.URL)
+				if !prev.silent() || !f.silent() {
+					// The kept decode failed again with another prefill (or the same one,
+					// the only one left): its own doing, charged once for the request.
+					return []*legFault{f.blaming(dc)}
+				}
 				// The kept decode waited out its own deadline again with another prefill:
 				// both silences were its own.
 				t.hung = append(t.hung, dc.ID)
-				preq.Avoid = append(preq.Avoid, dc.URL)
 				return []*legFault{prev.blaming(dc), f.blaming(dc)}
 			}
 			// Not settled (the prefills' deadlines passed, or the decode changed): each is
-			// charged to the leg whose deadline passed, as a timeout with an answer would be.
-			t.hung = append(t.hung, prev.w.ID, f.w.ID)
+			// charged to the leg that reported it, as an unambiguous fault would be.
+			for _, x := range []*legFault{prev, f} {
+				if x.silent() {
+					t.hung = append(t.hung, x.w.ID)
+				}
+			}
 			preq.Avoid = append(preq.Avoid, prev.w.URL, f.w.URL)
 			return []*legFault{prev.blaming(prev.w), f.blaming(f.w)}
 		}
@@ -215,15 +241,15 @@ func (t *tries) failed(f *legFault, preq *policy.Request) []*legFault {
 		preq.Avoid = append(preq.Avoid, p.URL)
 		return nil
 	}
-	if errors.Is(f.cause, errs.ErrUnresponsive) {
+	if f.silent() {
 		t.hung = append(t.hung, f.w.ID)
 	}
 	return []*legFault{f}
 }
 
-// settle charges an ambiguous timeout left pending when the request ends: to its prefill
-// when the request then succeeded on the same decode (that decode answered), else to the
-// leg whose deadline passed.
+// settle charges an ambiguous fault left pending when the request ends: to its prefill
+// when the request then succeeded on the same decode with another prefill (that decode
+// answered), else to the leg that reported it.
 func (t *tries) settle(succeeded bool) *legFault {
 	f := t.pending
 	if f == nil {
@@ -231,7 +257,7 @@ func (t *tries) settle(succeeded bool) *legFault {
 	}
 	t.pending = nil
 	p, dc := f.pairOf()
-	if succeeded && t.decode == dc.URL {
+	if succeeded && t.decode == dc.URL && t.prefill != p.URL {
 		return f.blaming(p)
 	}
 	return f.blaming(f.w)
@@ -239,8 +265,10 @@ func (t *tries) settle(succeeded bool) *legFault {
 
 // samePair reports whether p and dc are the pair of the pending ambiguous timeout: the
 // retry could not change the prefill, so it would only wait out the same silence again.
+// A pending fault that was an answer, not a silence, allows the same pair: a retry costs
+// no deadline, and a transient failure deserves it.
 func (t *tries) samePair(p, dc *worker.Live) bool {
-	if t == nil || t.pending == nil {
+	if t == nil || t.pending == nil || !t.pending.silent() {
 		return false
 	}
 	pp, pd := t.pending.pairOf()

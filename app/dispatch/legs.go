@@ -65,6 +65,10 @@ type open struct {
 	// usage is the prompt usage the prefill computed (set by awaitPrefill, or at once on the
 	// sequential path); nil when the prefill reported none.
 	usage *handoff.PromptUsage
+	// kvPull is set on the sequential path when the decode leg was told to load the KV the
+	// prefill handed off (the params were relayed or minted): a 500 from it may then be the
+	// prefill's KV that is gone (kvLoadFault).
+	kvPull bool
 }
 
 // prefillResult is how a parallel prefill leg ended: fault when it failed (it also

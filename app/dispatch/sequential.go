@@ -63,6 +63,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		putBody(prefillBuf)
 		prefillBody = nil
 	}
+	o.kvPull = outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted
 	switch outcome {
 	case handoff.OutcomeKVTransferFailure:
 		d.metrics.IncKVTransferFailure()
@@ -82,7 +83,8 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 
 // sequentialDecode sends the decode leg of a sequential dispatch, once the prefill answered
 // (o.prefillDone), and relays its answer. A decode failure before anything reached the
-// client is the attempt's *legFault blamed on the decode.
+// client is the attempt's *legFault blamed on the decode; a 500 after a KV handoff is
+// ambiguous with the prefill (kvLoadFault), and the retry loop settles it.
 func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.LegRequest) (committed bool, err error) {
 	ctx, dc := o.reqCtx, o.decode
 	o.dtimer = d.decodeTimer(o)
@@ -97,7 +99,11 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 		body := readLimited(resp.Body)
 		o.dtimer.stop()
 		return false, d.attemptError(ctx, o, func() *legFault {
-			return &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
+			f := &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
+			if o.kvPull && resp.Status == http.StatusInternalServerError {
+				return kvLoadFault(f, o.prefill)
+			}
+			return f
 		})
 	}
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).

@@ -36,6 +36,11 @@ const (
 	FaultDelayBody = "delay-body"
 	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params (and keep no KV).
 	FaultNoKVParams = "no-kv-params"
+	// FaultKVLost makes a vLLM NIXL prefill answer with its kv_transfer_params and free the
+	// blocks at once, as an engine that died or restarted after answering: the decode's
+	// pull finds nothing (404) and the decode fails the request with 500
+	// (kv_load_failure_policy=fail).
+	FaultKVLost = "kv-lost"
 	// FaultHandoffMissingField makes a MoRI-IO prefill return its handoff without
 	// remote_block_ids (the KV is still kept or pushed).
 	FaultHandoffMissingField = "handoff-missing-field"
@@ -64,7 +69,7 @@ func ParseFault(s string) (Fault, error) {
 	switch kind {
 	case FaultStatus, FaultDieAfter, FaultSlowFirstByte, FaultDelayBody:
 		needArg = true
-	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams,
+	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams, FaultKVLost,
 		FaultHandoffMissingField, FaultHandoffWrongTransferID, FaultHandoffWrongPorts:
 	default:
 		return f, fmt.Errorf("sim: unknown fault kind %q in %q", kind, s)
@@ -125,6 +130,7 @@ type faultSet struct {
 	reset, hang bool
 	malformed   bool
 	noKV        bool
+	kvLost      bool
 	// MoRI-IO handoff faults.
 	missingField, wrongTransferID, wrongPorts bool
 	dieAfter                                  int // -1 = none
@@ -149,6 +155,8 @@ func resolveFaults(fs []Fault) faultSet {
 			r.malformed = true
 		case FaultNoKVParams:
 			r.noKV = true
+		case FaultKVLost:
+			r.kvLost = true
 		case FaultHandoffMissingField:
 			r.missingField = true
 		case FaultHandoffWrongTransferID:

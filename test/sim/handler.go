@@ -322,7 +322,11 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		}
 		p := s.nixlRegister(j, r.Header.Get(wire.HeaderRequestID))
 		res.kv, _ = json.Marshal(p)
-		res.nixlID = p.RemoteRequestID
+		if fs.kvLost {
+			s.nixl.drop(p.RemoteRequestID) // the params go out; the blocks are gone
+		} else {
+			res.nixlID = p.RemoteRequestID
+		}
 	}
 	return s.release, nil
 }

@@ -1,0 +1,74 @@
+package dispatch
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+func live(id string) *worker.Live {
+	return worker.NewLive(worker.Worker{ID: id, URL: "http://" + id}, worker.StatusReady)
+}
+
+// decode500 is a vLLM decode's 500 after a KV handoff from p: ambiguous with p.
+func decode500(p, dc *worker.Live) *legFault {
+	return kvLoadFault(&legFault{w: dc, status: http.StatusInternalServerError,
+		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p)
+}
+
+// The retry after a decode's 500 that followed a KV handoff keeps the decode and avoids
+// the prefill; what happens next decides whom the failure is charged to, with its status.
+func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
+	p1, p2, d1, d2 := live("p1"), live("p2"), live("d1"), live("d2")
+
+	t.Run("another prefill succeeds on the same decode: the first prefill", func(t *testing.T) {
+		tr, preq := &tries{}, &policy.Request{}
+		assert.Empty(t, tr.failed(decode500(p1, d1), preq), "nothing charged until settled")
+		assert.Equal(t, "http://d1", preq.PinDecode)
+		assert.Equal(t, []string{"http://p1"}, preq.Avoid)
+		assert.False(t, tr.samePair(p1, d1), "an answer, not a silence: the same pair may be retried")
+		tr.prefill, tr.decode = p2.URL, d1.URL
+		f := tr.settle(true)
+		require.NotNil(t, f)
+		assert.Same(t, p1, f.w)
+		assert.Equal(t, http.StatusInternalServerError, f.status, "charged as the 500 it was")
+		assert.Empty(t, tr.hung, "a 500 is no hang")
+	})
+	t.Run("the same pair succeeds: the decode (a transient failure)", func(t *testing.T) {
+		tr, preq := &tries{}, &policy.Request{}
+		tr.failed(decode500(p1, d1), preq)
+		tr.prefill, tr.decode = p1.URL, d1.URL
+		assert.Same(t, d1, tr.settle(true).w)
+	})
+	t.Run("the kept decode fails again with another prefill: the decode, once", func(t *testing.T) {
+		tr, preq := &tries{}, &policy.Request{}
+		tr.failed(decode500(p1, d1), preq)
+		got := tr.failed(decode500(p2, d1), preq)
+		require.Len(t, got, 1)
+		assert.Same(t, d1, got[0].w)
+		assert.Equal(t, http.StatusInternalServerError, got[0].status)
+		assert.Contains(t, preq.Avoid, "http://d1")
+		assert.Empty(t, preq.PinDecode)
+		assert.Empty(t, tr.hung)
+		assert.Nil(t, tr.settle(false), "nothing left pending")
+	})
+	t.Run("the request fails elsewhere: the decode that reported it", func(t *testing.T) {
+		tr, preq := &tries{}, &policy.Request{}
+		tr.failed(decode500(p1, d1), preq)
+		tr.prefill, tr.decode = p2.URL, d2.URL
+		assert.Same(t, d1, tr.settle(false).w)
+	})
+	t.Run("a silent pair still may not be retried as it was", func(t *testing.T) {
+		tr, preq := &tries{}, &policy.Request{}
+		f := &legFault{w: d1, cause: unresponsive("decode deadline"), e: &errs.Error{Leg: "decode", Code: "decode_timeout"}}
+		f.ambiguous, f.peer = true, p1
+		tr.failed(f, preq)
+		assert.True(t, tr.samePair(p1, d1))
+	})
+}

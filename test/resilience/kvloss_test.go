@@ -1,0 +1,115 @@
+package resilience_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
+)
+
+// vllmKVFleet is a vLLM NIXL fleet of two prefills and the given decodes, round-robin, in
+// which the prefills and decodes indexed in prefillFault and decodeFault carry that instance
+// fault.
+func vllmKVFleet(t *testing.T, decodes int, prefillFault, decodeFault map[int]string) *fleet.Fleet {
+	t.Helper()
+	return fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 2, Decodes: decodes,
+		Gateway: func(c *config.Config) { c.Policy = "round_robin" },
+		Sim: func(role string, i int, c *sim.Config) {
+			faults := decodeFault
+			if role == sim.RolePrefill {
+				faults = prefillFault
+			}
+			if f, ok := faults[i]; ok {
+				c.Faults = []string{f}
+			}
+		}})
+}
+
+// A vLLM prefill whose KV is gone once it answered (its engine died or restarted: the
+// kv-lost fault) makes the decode's pull fail, and vLLM answers that with the same 500 as
+// any failure of its own. The retry keeps the decode and changes the prefill; its success
+// charges the lost KV to the first prefill. Every request succeeds, the decode's breaker
+// records only successes, and each lost handoff is one failure on the prefill that lost it.
+func TestLostPrefillKVIsChargedToThePrefillNotTheDecode(t *testing.T) {
+	t.Parallel()
+	f := vllmKVFleet(t, 1, map[int]string{0: sim.FaultKVLost}, nil)
+	g, lost, good, dec := f.Gateway, f.Prefills[0], f.Prefills[1], f.Decodes[0]
+	const n = 16
+	for i := range n {
+		prompt := fmt.Sprintf("kv lost %d", i)
+		if i%2 == 1 {
+			s := g.Stream(t, "/v1/chat/completions", chat(prompt, 4, true))
+			require.Equal(t, http.StatusOK, s.Status, "%s", s.Body)
+			assert.Empty(t, s.Errors(), "request %d", i)
+			assert.Equal(t, chatText(prompt, 4), chatStreamText(t, s.Events), "request %d", i)
+			assert.Less(t, s.Elapsed, bound, "hang guard")
+			continue
+		}
+		r := g.Post(t, "/v1/chat/completions", chat(prompt, 4, false), nil)
+		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
+		assert.Less(t, r.Elapsed, bound, "hang guard")
+		msg := r.Object(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		assert.Equal(t, chatText(prompt, 4), msg["content"], "request %d", i)
+	}
+	waitIdle(t, f.Sims()...)
+
+	lostLegs := lost.Stats().Requests
+	require.Positive(t, lostLegs, "round robin sent prefill legs to the lossy prefill")
+	ds := dec.Stats()
+	assert.Equal(t, n+lostLegs, ds.Requests, "one decode leg per request, one more per lost handoff")
+	assert.Equal(t, lostLegs, ds.Errors, "each lost handoff failed its pull once")
+	assert.Equal(t, int64(n), ds.HandoffsReceived, "every answer came from a handoff")
+	assert.Zero(t, ds.RecomputedPrompts)
+	assert.Equal(t, int64(n), good.Stats().Requests, "every retry went to the other prefill")
+
+	state, ok, fail := cb(t, g, dec.URL())
+	assert.Equal(t, []float64{0, n, 0}, []float64{state, ok, fail}, "the decode is never charged")
+	state, ok, fail = cb(t, g, lost.URL())
+	assert.Equal(t, []float64{0, float64(lostLegs), float64(lostLegs)}, []float64{state, ok, fail},
+		"each lost handoff: the prefill's answer, then its failure")
+	state, ok, fail = cb(t, g, good.URL())
+	assert.Equal(t, []float64{0, n, 0}, []float64{state, ok, fail})
+	m := g.Metrics(t)
+	assert.Equal(t, float64(lostLegs), m.Sum("smg_worker_errors_total", "worker_type", "prefill", "error_type", "backend_error"))
+	assert.Zero(t, m.Sum("smg_worker_errors_total", "worker_type", "decode"))
+}
+
+// A vLLM decode that fails by itself is still charged: the retry keeps it and changes the
+// prefill, it fails again, and the request moves on to another decode. The broken decode
+// is charged once per request (not twice: one request moves a breaker by one), the
+// prefills never.
+func TestBrokenVLLMDecodeIsChargedOncePerRequest(t *testing.T) {
+	t.Parallel()
+	f := vllmKVFleet(t, 2, nil, map[int]string{0: "status:500"})
+	g, broken, healthy := f.Gateway, f.Decodes[0], f.Decodes[1]
+	const n = 6
+	for i := range n {
+		prompt := fmt.Sprintf("broken decode %d", i)
+		r := g.Post(t, "/v1/chat/completions", chat(prompt, 4, false), nil)
+		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
+		assert.Less(t, r.Elapsed, bound, "hang guard")
+	}
+	waitIdle(t, f.Sims()...)
+
+	bs := broken.Stats()
+	require.Positive(t, bs.Requests, "round robin sent decode legs to the broken decode")
+	require.Zero(t, bs.Requests%2, "each request that met it tried it with both prefills: %d", bs.Requests)
+	met := bs.Requests / 2
+	assert.Equal(t, bs.Requests, bs.Errors)
+	assert.Equal(t, int64(n), healthy.Stats().Requests)
+	state, ok, fail := cb(t, g, broken.URL())
+	assert.Equal(t, []float64{0, 0, float64(met)}, []float64{state, ok, fail}, "one failure per request that met it")
+	state, ok, fail = cb(t, g, healthy.URL())
+	assert.Equal(t, []float64{0, n, 0}, []float64{state, ok, fail})
+	for _, p := range f.Prefills {
+		_, _, fail := cb(t, g, p.URL())
+		assert.Zero(t, fail, "prefill %s is never charged", p.URL())
+	}
+	assert.Equal(t, float64(met), g.Metrics(t).Sum("smg_worker_errors_total", "worker_type", "decode"))
+}

@@ -159,6 +159,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		pl.log.WarnContext(gctx, "NIXL prefill returned no kv_transfer_params; the decode recomputes the prompt",
 			"prefill", p.DisplayURL(), "engine_request_id", pre.RequestID)
 	}
+	handed := dec.KVTransferJSON != "" || dec.KVPort != 0 // the decode loads the prefill's KV
 	pl.relayIdentity(&dec, u, relay)
 	if stripped(dec.MM) && dec.KVTransferJSON == "" && dec.KVPort == 0 {
 		fail(missingKV(pre))
@@ -167,7 +168,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
-		fail(pl.legFault(gctx, "decode", dec, err, false))
+		fail(kvLoadFault(pl.legFault(gctx, "decode", dec, err, false), handed, false, p))
 		return
 	}
 	if o, ok := pl.metrics.(kvTransferObserver); ok {
@@ -192,7 +193,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				return
 			case it.err != nil:
 				if !completed {
-					fail(pl.legFault(gctx, "decode", dec, it.err, first))
+					fail(kvLoadFault(pl.legFault(gctx, "decode", dec, it.err, first), handed, first, p))
 				}
 				close(stop)
 				dst.Close()

@@ -316,3 +316,48 @@ func equalDeadlineFleet(t *testing.T, limit time.Duration, firstPrefillFaults, d
 	warm(t, g)
 	return g, s
 }
+
+// A vLLM NIXL prefill whose KV is gone once it answered (kv-lost: its engine died or
+// restarted) makes the decode's pull fail with INTERNAL, which vLLM cannot tell from a
+// failure of the decode's own. The retry keeps the decode and changes the prefill; its
+// success charges the lost KV to the first prefill, never the decode.
+func TestGRPCLostPrefillKVIsChargedToThePrefill(t *testing.T) {
+	t.Parallel()
+	_, dir := qwen3(t)
+	mk := func(role string, faults ...string) grpcsim.Config {
+		return grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: role, Model: pdModel, TokenizerPath: dir, Faults: faults}
+	}
+	s := sims(t, mk(grpcsim.RolePrefill, grpcsim.FaultKVLost), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode))
+	lost, good, dec := s[0], s[1], s[2]
+	cfg := fleet.DefaultConfig()
+	cfg.Policy = "round_robin"
+	cfg.Prefill = []config.PrefillSpec{{URL: lost.URL()}, {URL: good.URL()}}
+	cfg.Decode = []string{dec.URL()}
+	cfg.RetryInitialBackoffMS, cfg.RetryMaxBackoffMS = 1, 5
+	m, _ := qwen3(t)
+	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
+	g.WaitWorkers(t, 3)
+	const n = 4
+	for i := range n {
+		prompt := "lost kv " + string(rune('a'+i))
+		start := time.Now()
+		r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": prompt, "max_tokens": 3, "stream": i%2 == 1}, nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		assert.Less(t, time.Since(start), faultBound)
+		if i%2 == 0 {
+			assert.Equal(t, detok(t, grpcsim.HandoffTokens(m.Tokenizer.Encode(prompt, false), 3)), r.Object(t)["choices"].([]any)[0].(map[string]any)["text"])
+		}
+	}
+	lostLegs := lost.Stats().Requests
+	require.Positive(t, lostLegs, "round robin sent first attempts to the lossy prefill")
+	ds := dec.Stats()
+	assert.Equal(t, n+lostLegs, ds.Requests, "one decode leg per request, one more per lost handoff")
+	assert.EqualValues(t, n, ds.HandoffsReceived)
+	assert.Zero(t, ds.RecomputedPrompts)
+	assert.EqualValues(t, n, good.Stats().Requests)
+	host := func(s *grpcsim.Server) string { return strings.TrimPrefix(s.URL(), "grpc://") }
+	assert.Zero(t, cbOutcomes(t, g, host(dec), "failure"), "the decode is never charged")
+	assert.EqualValues(t, n, cbOutcomes(t, g, host(dec), "success"))
+	assert.EqualValues(t, lostLegs, cbOutcomes(t, g, host(lost), "failure"), "each lost handoff is the lossy prefill's failure")
+	assert.Zero(t, cbOutcomes(t, g, host(good), "failure"))
+}

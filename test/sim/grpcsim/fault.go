@@ -38,6 +38,10 @@ const (
 	FaultDelayBody = "delay-body"
 	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params_json and keep no KV.
 	FaultNoKVParams = "no-kv-params"
+	// FaultKVLost makes a vLLM NIXL prefill return its kv_transfer_params_json but keep no
+	// KV, as an engine that died or restarted after answering: the decode's pull finds
+	// nothing and fails with INTERNAL (kv_load_failure_policy=fail).
+	FaultKVLost = "kv-lost"
 	// FaultSidecarTimeout fails with UNAVAILABLE and a message prefixed "sidecar_timeout",
 	// the servicer's non-retryable timeout (grpc.md §3.5).
 	FaultSidecarTimeout = "sidecar-timeout"
@@ -57,7 +61,7 @@ func ParseFault(s string) (Fault, error) {
 	switch kind {
 	case FaultStatus, FaultDieAfter, FaultSlowFirstByte, FaultDelayBody:
 		needArg = true
-	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams, FaultSidecarTimeout:
+	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams, FaultKVLost, FaultSidecarTimeout:
 	default:
 		return f, fmt.Errorf("grpcsim: unknown fault kind %q in %q", kind, s)
 	}

@@ -107,7 +107,8 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		defer s.track(req.id, cancel)()
 	}
 
-	dieAfter, malformed, noKV := -1, false, false
+	dieAfter, malformed := -1, false
+	var kf kvFaults
 	for _, f := range faults {
 		switch f.Kind {
 		case FaultSlowFirstByte:
@@ -136,7 +137,9 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		case FaultMalformed:
 			malformed = true
 		case FaultNoKVParams:
-			noKV = true
+			kf.none = true
+		case FaultKVLost:
+			kf.lost = true
 		}
 	}
 
@@ -159,7 +162,7 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		return err
 	}
 
-	h, err := s.handoff(ctx, req, noKV)
+	h, err := s.handoff(ctx, req, kf)
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,10 @@ var blockSeq atomic.Int64
 //     kv_transfer_params; Mooncake keeps the KV under transfer_id and returns nothing.
 //   - vLLM decode with do_remote_prefill: pulls (NIXL) or fetches (Mooncake) the KV;
 //     incomplete or absent params recompute (counted).
-func (s *Server) handoff(ctx context.Context, req genRequest, noKV bool) (handoffResult, error) {
+func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults) (handoffResult, error) {
 	local := handoffResult{source: 'r'}
 	if s.cfg.Engine == EngineVLLM {
-		return s.vllmHandoff(ctx, req, noKV)
+		return s.vllmHandoff(ctx, req, kf)
 	}
 	if !req.hasRoom {
 		if s.cfg.Role == RoleDecode {
@@ -100,7 +100,11 @@ func (s *Server) receive(ctx context.Context, req genRequest, base, key, engineI
 	return handoffResult{source: 'k', cached: len(req.ids), mix: p.MM}, nil
 }
 
-func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (handoffResult, error) {
+// kvFaults are a vLLM prefill's handoff faults: none returns no params and keeps no KV
+// (FaultNoKVParams); lost returns NIXL params and keeps no KV (FaultKVLost).
+type kvFaults struct{ none, lost bool }
+
+func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults) (handoffResult, error) {
 	local := handoffResult{source: 'r'}
 	p := req.kvParams
 	switch s.cfg.Role {
@@ -109,7 +113,7 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 			return local, nil
 		}
 		local.pdPrefill = true
-		if noKV {
+		if kf.none {
 			return local, nil
 		}
 		payload := kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.legEngineID(req), MM: req.mm.mix()}
@@ -119,8 +123,10 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, noKV bool) (ha
 			// the prefill's internal request id, which names the blocks to pull.
 			seq := blockSeq.Add(1)
 			rid := fmt.Sprintf("%s-p%d", req.id, seq)
-			if err := s.keep("nixl:"+rid, payload); err != nil {
-				return local, err
+			if !kf.lost {
+				if err := s.keep("nixl:"+rid, payload); err != nil {
+					return local, err
+				}
 			}
 			blocks := make([]int64, 0, 4)
 			for i := range int64(max(1, (len(req.ids)+s.cfg.PageSize-1)/s.cfg.PageSize)) {

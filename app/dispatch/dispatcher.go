@@ -210,6 +210,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 				case <-t.C:
 				case <-ctx.Done():
 					t.Stop()
+					d.recordFault(tr.settle(false))
 					markClientGone(ri, contextError(ctx, "waiting to retry"))
 					WriteError(w, last)
 					return
@@ -271,11 +272,18 @@ func (d *Dispatcher) newBackOff() *backoff.ExponentialBackOff {
 // faulted records what an attempt's fault charges (tries.failed; the ledger waives a repeat
 // on a second worker of the leg) and reports whether the request may be retried.
 func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *policy.Request, attempt int) bool {
-	for _, c := range tr.failed(f, preq) {
+	faults := tr.failed(f, preq)
+	for _, h := range tr.held {
+		d.recordHeld(h)
+	}
+	tr.held = tr.held[:0]
+	for _, c := range faults {
 		if !tr.ledger.admit(c) {
 			// The same failure on a second worker of the leg: the request's, not the
-			// workers'. Counted on neither that worker nor another, and not retried.
+			// workers'. Counted on neither that worker nor another (the prefill answer it
+			// held was good), and not retried.
 			c.recorded.Store(true)
+			d.recordHeld(c.heldOK())
 			d.log.WarnContext(ctx, "PD attempt failed the same way on a second worker; not retrying", "attempt", attempt,
 				"leg", c.e.Leg, "code", c.e.Code, "worker", c.w.DisplayURL(), "worker_id", c.w.ID)
 			return false

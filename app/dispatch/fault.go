@@ -35,6 +35,10 @@ type legFault struct {
 	// off (kvLoadFault). peer is the other leg's worker; the retry loop settles which.
 	ambiguous bool
 	peer      *worker.Live
+	// peerOK is the status of the peer prefill's answer when its success was held back
+	// until the ambiguity is settled (kvLoadFault): recorded with the fault when the decode
+	// is charged, dropped when the prefill is (its answer handed off KV that was gone).
+	peerOK int
 }
 
 // pairOf returns an ambiguous fault's prefill and decode workers.
@@ -48,7 +52,25 @@ func (f *legFault) pairOf() (p, dc *worker.Live) {
 // blaming is f charged to w (one of its pair): the same status or cause, the same client
 // error.
 func (f *legFault) blaming(w *worker.Live) *legFault {
-	return &legFault{e: f.e, w: w, status: f.status, cause: f.cause}
+	c := &legFault{e: f.e, w: w, status: f.status, cause: f.cause}
+	if w == f.w {
+		c.peer, c.peerOK = f.peer, f.peerOK
+	}
+	return c
+}
+
+// heldOK returns the peer's held success as an outcome to record (nil when none).
+func (f *legFault) heldOK() *heldOutcome {
+	if f.peerOK == 0 || f.peer == nil {
+		return nil
+	}
+	return &heldOutcome{w: f.peer, status: f.peerOK}
+}
+
+// heldOutcome is a leg's success whose recording waited for a settled ambiguity.
+type heldOutcome struct {
+	w      *worker.Live
+	status int
 }
 
 // silent reports whether f is a deadline that passed (the worker was unresponsive).
@@ -61,8 +83,10 @@ func (f *legFault) silent() bool { return errors.Is(f.cause, errs.ErrUnresponsiv
 // broken, or the prefill may have died or freed its blocks after answering. Charging the
 // decode alone would let one dead prefill open a healthy decode's breaker: every request
 // in flight to it fails there at once.
-func kvLoadFault(f *legFault, p *worker.Live) *legFault {
-	f.ambiguous, f.peer = true, p
+// The prefill's success, held back until then (prefillOK, its status), goes with the fault:
+// a prefill that keeps losing the KV it hands off must not look healthy to its breaker.
+func kvLoadFault(f *legFault, p *worker.Live, prefillOK int) *legFault {
+	f.ambiguous, f.peer, f.peerOK = true, p, prefillOK
 	return f
 }
 
@@ -87,10 +111,18 @@ func causeFault(legCtx context.Context) *legFault {
 	return faultOf(context.Cause(legCtx))
 }
 
-// recordFault reports f to the OutcomeRecorder, once.
+// recordFault reports f to the OutcomeRecorder, once, and the peer success it held.
 func (d *Dispatcher) recordFault(f *legFault) {
 	if f != nil && f.w != nil && f.recorded.CompareAndSwap(false, true) {
 		d.record(f.w, f.status, f.cause)
+		d.recordHeld(f.heldOK())
+	}
+}
+
+// recordHeld reports a held success, if any.
+func (d *Dispatcher) recordHeld(h *heldOutcome) {
+	if h != nil {
+		d.record(h.w, h.status, nil)
 	}
 }
 
@@ -203,6 +235,9 @@ type tries struct {
 	pending *legFault
 	// prefill and decode are the URLs of the pair the latest attempt used.
 	prefill, decode string
+	// held are successes that failed hands back to record: the peer prefill of a pending
+	// fault the decode turned out to own.
+	held []*heldOutcome
 }
 
 // failed notes an attempt's fault and returns the faults to record now (none while an
@@ -219,7 +254,11 @@ func (t *tries) failed(f *legFault, preq *policy.Request) []*legFault {
 				preq.Avoid = append(preq.Avoid, dc.URL)
 				if !prev.silent() || !f.silent() {
 					// The kept decode failed again with another prefill (or the same one,
-					// the only one left): its own doing, charged once for the request.
+					// the only one left): its own doing, charged once for the request. The
+					// first prefill's answer was good.
+					if h := prev.heldOK(); h != nil {
+						t.held = append(t.held, h)
+					}
 					return []*legFault{f.blaming(dc)}
 				}
 				// The kept decode waited out its own deadline again with another prefill:

@@ -16,10 +16,11 @@ func live(id string) *worker.Live {
 	return worker.NewLive(worker.Worker{ID: id, URL: "http://" + id}, worker.StatusReady)
 }
 
-// decode500 is a vLLM decode's 500 after a KV handoff from p: ambiguous with p.
+// decode500 is a vLLM decode's 500 after a KV handoff from p, whose 200 is held: ambiguous
+// with p.
 func decode500(p, dc *worker.Live) *legFault {
 	return kvLoadFault(&legFault{w: dc, status: http.StatusInternalServerError,
-		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p)
+		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p, http.StatusOK)
 }
 
 // The retry after a decode's 500 that followed a KV handoff keeps the decode and avoids
@@ -38,13 +39,16 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		require.NotNil(t, f)
 		assert.Same(t, p1, f.w)
 		assert.Equal(t, http.StatusInternalServerError, f.status, "charged as the 500 it was")
+		assert.Nil(t, f.heldOK(), "the prefill's answer handed off lost KV: not a success")
 		assert.Empty(t, tr.hung, "a 500 is no hang")
 	})
 	t.Run("the same pair succeeds: the decode (a transient failure)", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
 		tr.failed(decode500(p1, d1), preq)
 		tr.prefill, tr.decode = p1.URL, d1.URL
-		assert.Same(t, d1, tr.settle(true).w)
+		f := tr.settle(true)
+		assert.Same(t, d1, f.w)
+		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK}, f.heldOK(), "the prefill's success goes with it")
 	})
 	t.Run("the kept decode fails again with another prefill: the decode, once", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
@@ -53,6 +57,8 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Same(t, d1, got[0].w)
 		assert.Equal(t, http.StatusInternalServerError, got[0].status)
+		assert.Equal(t, &heldOutcome{w: p2, status: http.StatusOK}, got[0].heldOK())
+		assert.Equal(t, []*heldOutcome{{w: p1, status: http.StatusOK}}, tr.held, "both prefills answered well")
 		assert.Contains(t, preq.Avoid, "http://d1")
 		assert.Empty(t, preq.PinDecode)
 		assert.Empty(t, tr.hung)
@@ -62,7 +68,9 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
 		tr.failed(decode500(p1, d1), preq)
 		tr.prefill, tr.decode = p2.URL, d2.URL
-		assert.Same(t, d1, tr.settle(false).w)
+		f := tr.settle(false)
+		assert.Same(t, d1, f.w)
+		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK}, f.heldOK())
 	})
 	t.Run("a silent pair still may not be retried as it was", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}

@@ -29,14 +29,23 @@ func LegFault(e *errs.Error, w *worker.Live, status int, cause error) error {
 	return &legFault{e: e, w: w, status: status, cause: cause}
 }
 
-// MarkAmbiguous marks err, a LegFault, as one peer (the other leg's worker) may have caused:
-// a leg's deadline that passed while peer had not answered either, or a vLLM decode's 500
-// after peer handed it the KV. The retry loop keeps the decode and changes the prefill to
-// find out which leg it was, and charges only that one (tries.failed, tries.settle).
-// Errors that are not a LegFault are left alone.
+// MarkAmbiguous marks err, a LegFault for a leg's deadline, as passed while peer (the other
+// leg's worker) had not answered either: the retry loop keeps the decode and changes the
+// prefill to find out which leg was silent, and charges only that one (tries.failed,
+// tries.settle). Errors that are not a LegFault are left alone.
 func MarkAmbiguous(err error, peer *worker.Live) {
 	if f := faultOf(err); f != nil {
 		f.ambiguous, f.peer = true, peer
+	}
+}
+
+// MarkKVLoadAmbiguous marks err, a LegFault for a vLLM decode's 500 after prefill peer
+// handed it the KV, as ambiguous with peer (kvLoadFault): the retry loop settles which one
+// it was. peerOK is peer's held success (its status; 0 = none), recorded when the decode is
+// charged and dropped when the prefill is. Errors that are not a LegFault are left alone.
+func MarkKVLoadAmbiguous(err error, peer *worker.Live, peerOK int) {
+	if f := faultOf(err); f != nil {
+		kvLoadFault(f, peer, peerOK)
 	}
 }
 

@@ -69,6 +69,11 @@ type open struct {
 	// prefill handed off (the params were relayed or minted): a 500 from it may then be the
 	// prefill's KV that is gone (kvLoadFault).
 	kvPull bool
+	// holdPrefill makes the sequential prefill's success wait in prefillOK (its status)
+	// until the decode's answer shows whether the handoff was good (releasePrefill,
+	// kvLoadFault).
+	holdPrefill bool
+	prefillOK   int
 }
 
 // prefillResult is how a parallel prefill leg ended: fault when it failed (it also

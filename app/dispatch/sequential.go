@@ -47,6 +47,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
 		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
 	o.prefillDone.Store(true) // the decode leg starts only once the prefill answered
+	o.holdPrefill = true
 	path := rq.Route.Path()
 
 	var prefillBody []byte
@@ -64,6 +65,9 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		prefillBody = nil
 	}
 	o.kvPull = outcome == handoff.OutcomeRelayed || outcome == handoff.OutcomeMinted
+	if !o.kvPull {
+		d.releasePrefill(o) // no KV to lose: the prefill's answer stands
+	}
 	switch outcome {
 	case handoff.OutcomeKVTransferFailure:
 		d.metrics.IncKVTransferFailure()
@@ -91,6 +95,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 	resp, err := d.engine.Send(o.ctx, req)
 	if err != nil {
 		o.dtimer.stop()
+		d.releasePrefill(o)
 		return false, d.attemptError(ctx, o, func() *legFault {
 			return &legFault{w: dc, cause: err, e: legTransportError("decode", dc, err, ctx)}
 		})
@@ -98,14 +103,19 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 	if !ok2xx(resp.Status) {
 		body := readLimited(resp.Body)
 		o.dtimer.stop()
-		return false, d.attemptError(ctx, o, func() *legFault {
+		aerr := d.attemptError(ctx, o, func() *legFault {
 			f := &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
 			if o.kvPull && resp.Status == http.StatusInternalServerError {
-				return kvLoadFault(f, o.prefill)
+				held := o.prefillOK
+				o.prefillOK = 0
+				return kvLoadFault(f, o.prefill, held)
 			}
 			return f
 		})
+		d.releasePrefill(o) // unless the fault took it
+		return false, aerr
 	}
+	d.releasePrefill(o)
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
 	o.decodeResp = resp
 	if !o.stream {
@@ -113,6 +123,14 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 	}
 	defer func() { d.finish(o, committed) }()
 	return d.relay(w, o)
+}
+
+// releasePrefill records the sequential prefill's held success, once.
+func (d *Dispatcher) releasePrefill(o *open) {
+	if o.prefillOK != 0 {
+		d.record(o.prefill, o.prefillOK, nil)
+		o.prefillOK = 0
+	}
 }
 
 // sequentialPrefill runs the vLLM prefill leg to its end within --prefill-timeout-secs and
@@ -160,7 +178,11 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func
 			return nil, fault(func() *legFault { return f })
 		}
 	}
-	d.record(p, resp.Status, nil)
+	if o.holdPrefill {
+		o.prefillOK = resp.Status
+	} else {
+		d.record(p, resp.Status, nil)
+	}
 	d.metrics.ObservePrefillDuration(o.model, o.runtime, time.Since(o.start))
 	if u, ok := handoff.PrefillUsage(o.route, buf.Bytes()); ok {
 		o.usage = &u

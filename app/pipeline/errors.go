@@ -127,13 +127,15 @@ func (pl *Pipeline) ambiguousTimeout(leg string, l ports.GRPCLeg, peer *worker.L
 }
 
 // kvLoadFault marks f, a vLLM decode's 500 (INTERNAL) before its first output after the
-// prefill p handed it the KV (handed), as ambiguous with p (dispatch.MarkAmbiguous): vLLM
-// fails a KV load whose prefill died or freed its blocks (kv_load_failure_policy "fail")
-// with the same error as a failure of its own, so the retry loop keeps the decode and
-// changes the prefill to tell which it was. Other faults are returned unchanged.
-func kvLoadFault(f *fault, handed, started bool, p *worker.Live) *fault {
+// prefill p handed it the KV (handed), as ambiguous with p (dispatch.MarkKVLoadAmbiguous):
+// vLLM fails a KV load whose prefill died or freed its blocks (kv_load_failure_policy
+// "fail") with the same error as a failure of its own, so the retry loop keeps the decode
+// and changes the prefill to tell which it was. The prefill's held success (*prefillOK, its
+// status) goes with the fault and *prefillOK becomes 0. Other faults are returned unchanged.
+func kvLoadFault(f *fault, handed, started bool, p *worker.Live, prefillOK *int) *fault {
 	if handed && !started && f.status == http.StatusInternalServerError {
-		dispatch.MarkAmbiguous(f.err, p)
+		dispatch.MarkKVLoadAmbiguous(f.err, p, *prefillOK)
+		*prefillOK = 0
 	}
 	return f
 }

@@ -160,6 +160,20 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			"prefill", p.DisplayURL(), "engine_request_id", pre.RequestID)
 	}
 	handed := dec.KVTransferJSON != "" || dec.KVPort != 0 // the decode loads the prefill's KV
+	// The prefill's success waits, when it handed off KV, for the decode's first item: a
+	// decode failing to load that KV first may turn it into the prefill's failure
+	// (kvLoadFault takes it then).
+	prefillOK := http.StatusOK
+	releasePrefill := func() {
+		if prefillOK != 0 {
+			pl.record(p, prefillOK)
+			prefillOK = 0
+		}
+	}
+	defer releasePrefill()
+	if !handed {
+		releasePrefill()
+	}
 	pl.relayIdentity(&dec, u, relay)
 	if stripped(dec.MM) && dec.KVTransferJSON == "" && dec.KVPort == 0 {
 		fail(missingKV(pre))
@@ -168,7 +182,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
-		fail(kvLoadFault(pl.legFault(gctx, "decode", dec, err, false), handed, false, p))
+		fail(kvLoadFault(pl.legFault(gctx, "decode", dec, err, false), handed, false, p, &prefillOK))
 		return
 	}
 	if o, ok := pl.metrics.(kvTransferObserver); ok {
@@ -193,7 +207,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				return
 			case it.err != nil:
 				if !completed {
-					fail(kvLoadFault(pl.legFault(gctx, "decode", dec, it.err, first), handed, first, p))
+					fail(kvLoadFault(pl.legFault(gctx, "decode", dec, it.err, first), handed, first, p, &prefillOK))
 				}
 				close(stop)
 				dst.Close()
@@ -202,6 +216,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				continue
 			}
 			if !first {
+				releasePrefill()
 				pl.observeDecodeTTFT(gctx, r.j, prefilledAt)
 			}
 			first, dtC = true, nil
@@ -234,7 +249,8 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 }
 
 // runPrefill runs the one-token vLLM prefill to its end and returns the kv_transfer_params
-// it handed back ("" = none). ok is false when it failed or the group ended.
+// it handed back ("" = none). ok is false when it failed or the group ended; on success the
+// caller records the prefill's outcome.
 func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFunc, pre ports.GRPCLeg, u *unit, r *responder, legCtx context.Context) (string, bool) {
 	pst, err := pl.gen.Generate(legCtx, pre)
 	if err != nil {
@@ -257,8 +273,7 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 			switch {
 			case it.err == io.EOF:
 				pst.Close()
-				pl.record(pre.Worker, http.StatusOK)
-				return harvested, true
+				return harvested, true // its success is the caller's to record
 			case it.err != nil:
 				pst.Close()
 				fail(pl.legFault(gctx, "prefill", pre, it.err, false))

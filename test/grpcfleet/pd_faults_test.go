@@ -320,7 +320,8 @@ func equalDeadlineFleet(t *testing.T, limit time.Duration, firstPrefillFaults, d
 // A vLLM NIXL prefill whose KV is gone once it answered (kv-lost: its engine died or
 // restarted) makes the decode's pull fail with INTERNAL, which vLLM cannot tell from a
 // failure of the decode's own. The retry keeps the decode and changes the prefill; its
-// success charges the lost KV to the first prefill, never the decode.
+// success charges the lost KV to the first prefill, never the decode, and the first
+// prefill's answer is no success.
 func TestGRPCLostPrefillKVIsChargedToThePrefill(t *testing.T) {
 	t.Parallel()
 	_, dir := qwen3(t)
@@ -359,5 +360,7 @@ func TestGRPCLostPrefillKVIsChargedToThePrefill(t *testing.T) {
 	assert.Zero(t, cbOutcomes(t, g, host(dec), "failure"), "the decode is never charged")
 	assert.EqualValues(t, n, cbOutcomes(t, g, host(dec), "success"))
 	assert.EqualValues(t, lostLegs, cbOutcomes(t, g, host(lost), "failure"), "each lost handoff is the lossy prefill's failure")
+	assert.Zero(t, cbOutcomes(t, g, host(lost), "success"), "an answer that handed off lost KV is no success")
 	assert.Zero(t, cbOutcomes(t, g, host(good), "failure"))
+	assert.EqualValues(t, n, cbOutcomes(t, g, host(good), "success"))
 }

@@ -31,17 +31,18 @@ func vllmKVFleet(t *testing.T, decodes int, prefillFault, decodeFault map[int]st
 		}})
 }
 
-// A vLLM prefill whose KV is gone once it answered (its engine died or restarted: the
-// kv-lost fault) makes the decode's pull fail, and vLLM answers that with the same 500 as
-// any failure of its own. The retry keeps the decode and changes the prefill; its success
-// charges the lost KV to the first prefill. Every request succeeds, the decode's breaker
-// records only successes, and each lost handoff is one failure on the prefill that lost it.
+// A vLLM prefill whose KV is gone once it answered (its engine died or restarted, or its
+// KV agent is broken: the kv-lost fault) makes the decode's pull fail, and vLLM answers that
+// with the same 500 as any failure of its own. The retry keeps the decode and changes the
+// prefill; its success charges the lost KV to the first prefill, whose answer is then no
+// success either. Every request succeeds, the decode's breaker records only successes, and
+// the lossy prefill's breaker opens after --cb-failure-threshold (10) lost handoffs, after
+// which no request goes there.
 func TestLostPrefillKVIsChargedToThePrefillNotTheDecode(t *testing.T) {
 	t.Parallel()
 	f := vllmKVFleet(t, 1, map[int]string{0: sim.FaultKVLost}, nil)
 	g, lost, good, dec := f.Gateway, f.Prefills[0], f.Prefills[1], f.Decodes[0]
-	const n = 16
-	for i := range n {
+	send := func(i int) {
 		prompt := fmt.Sprintf("kv lost %d", i)
 		if i%2 == 1 {
 			s := g.Stream(t, "/v1/chat/completions", chat(prompt, 4, true))
@@ -49,7 +50,7 @@ func TestLostPrefillKVIsChargedToThePrefillNotTheDecode(t *testing.T) {
 			assert.Empty(t, s.Errors(), "request %d", i)
 			assert.Equal(t, chatText(prompt, 4), chatStreamText(t, s.Events), "request %d", i)
 			assert.Less(t, s.Elapsed, bound, "hang guard")
-			continue
+			return
 		}
 		r := g.Post(t, "/v1/chat/completions", chat(prompt, 4, false), nil)
 		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
@@ -57,26 +58,33 @@ func TestLostPrefillKVIsChargedToThePrefillNotTheDecode(t *testing.T) {
 		msg := r.Object(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 		assert.Equal(t, chatText(prompt, 4), msg["content"], "request %d", i)
 	}
+	n := 0
+	for ; n < 40 && lost.Stats().Requests < 10; n++ { // round robin: about every other first attempt
+		send(n)
+	}
+	require.EqualValues(t, 10, lost.Stats().Requests, "10 lost handoffs within %d requests", n)
+	state, ok, fail := cb(t, g, lost.URL())
+	assert.Equal(t, []float64{1, 0, 10}, []float64{state, ok, fail}, "ten lost handoffs, no success: open")
+	for range 4 { // the lossy prefill is out of rotation
+		send(n)
+		n++
+	}
 	waitIdle(t, f.Sims()...)
+	assert.EqualValues(t, 10, lost.Stats().Requests, "no request reached the open prefill")
 
-	lostLegs := lost.Stats().Requests
-	require.Positive(t, lostLegs, "round robin sent prefill legs to the lossy prefill")
 	ds := dec.Stats()
-	assert.Equal(t, n+lostLegs, ds.Requests, "one decode leg per request, one more per lost handoff")
-	assert.Equal(t, lostLegs, ds.Errors, "each lost handoff failed its pull once")
-	assert.Equal(t, int64(n), ds.HandoffsReceived, "every answer came from a handoff")
+	assert.EqualValues(t, n+10, ds.Requests, "one decode leg per request, one more per lost handoff")
+	assert.EqualValues(t, 10, ds.Errors, "each lost handoff failed its pull once")
+	assert.EqualValues(t, n, ds.HandoffsReceived, "every answer came from a handoff")
 	assert.Zero(t, ds.RecomputedPrompts)
-	assert.Equal(t, int64(n), good.Stats().Requests, "every retry went to the other prefill")
+	assert.EqualValues(t, n, good.Stats().Requests, "every request was served through the other prefill")
 
-	state, ok, fail := cb(t, g, dec.URL())
-	assert.Equal(t, []float64{0, n, 0}, []float64{state, ok, fail}, "the decode is never charged")
-	state, ok, fail = cb(t, g, lost.URL())
-	assert.Equal(t, []float64{0, float64(lostLegs), float64(lostLegs)}, []float64{state, ok, fail},
-		"each lost handoff: the prefill's answer, then its failure")
+	state, ok, fail = cb(t, g, dec.URL())
+	assert.Equal(t, []float64{0, float64(n), 0}, []float64{state, ok, fail}, "the decode is never charged")
 	state, ok, fail = cb(t, g, good.URL())
-	assert.Equal(t, []float64{0, n, 0}, []float64{state, ok, fail})
+	assert.Equal(t, []float64{0, float64(n), 0}, []float64{state, ok, fail})
 	m := g.Metrics(t)
-	assert.Equal(t, float64(lostLegs), m.Sum("smg_worker_errors_total", "worker_type", "prefill", "error_type", "backend_error"))
+	assert.Equal(t, float64(10), m.Sum("smg_worker_errors_total", "worker_type", "prefill", "error_type", "backend_error"))
 	assert.Zero(t, m.Sum("smg_worker_errors_total", "worker_type", "decode"))
 }
 
@@ -103,6 +111,10 @@ func TestBrokenVLLMDecodeIsChargedOncePerRequest(t *testing.T) {
 	met := bs.Requests / 2
 	assert.Equal(t, bs.Requests, bs.Errors)
 	assert.Equal(t, int64(n), healthy.Stats().Requests)
+	for _, p := range f.Prefills {
+		_, ok, _ := cb(t, g, p.URL())
+		assert.EqualValues(t, p.Stats().Requests, ok, "every answer of prefill %s counts as a success", p.URL())
+	}
 	state, ok, fail := cb(t, g, broken.URL())
 	assert.Equal(t, []float64{0, 0, float64(met)}, []float64{state, ok, fail}, "one failure per request that met it")
 	state, ok, fail = cb(t, g, healthy.URL())

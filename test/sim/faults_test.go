@@ -169,6 +169,9 @@ func TestRunningAndQueueing(t *testing.T) {
 	cancel2()
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, (<-second).status)
+	// The cut stream frees its compute slot (and so lets the second one run) before it
+	// leaves the running gauge: wait until it has, so Running cannot move under Reset.
+	eventually(t, func() bool { return s.Stats().Running == 0 }, "the cut stream left")
 	s.Reset()
 	st := s.Stats()
 	assert.Zero(t, st.Requests)

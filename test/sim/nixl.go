@@ -30,7 +30,8 @@ type nixlEntry struct {
 func newNixlStore() *nixlStore { return &nixlStore{m: make(map[string]*nixlEntry)} }
 
 // put allocates blocks for a prompt of tokens tokens under reqID and starts its lease; on
-// expiry the entry is dropped and onExpire runs.
+// expiry the entry is dropped and onExpire runs, under st.mu (it must not call back into
+// st), so size never shows the entry gone before onExpire's count.
 func (st *nixlStore) put(reqID string, p kvPayload, lease time.Duration, onExpire func()) []int64 {
 	n := max(1, (p.PromptTokens+nixlBlockSize-1)/nixlBlockSize)
 	st.mu.Lock()
@@ -46,13 +47,10 @@ func (st *nixlStore) put(reqID string, p kvPayload, lease time.Duration, onExpir
 	}
 	e.lease = time.AfterFunc(lease, func() {
 		st.mu.Lock()
-		cur := st.m[reqID]
-		if cur == e {
+		defer st.mu.Unlock()
+		if st.m[reqID] == e {
 			delete(st.m, reqID)
-		}
-		st.mu.Unlock()
-		if cur == e {
-			onExpire()
+			onExpire() // under the lock: size 0 means the expiry is counted
 		}
 	})
 	st.m[reqID] = e

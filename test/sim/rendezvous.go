@@ -74,8 +74,22 @@ func (rv *rendezvous) arrive(key string, s side) (sl *slot, dup bool) {
 // leave detaches side s; peerSeen reports whether the other side ever attached. The slot
 // is dropped once every attached side has left.
 func (rv *rendezvous) leave(sl *slot, s side) (peerSeen bool) {
+	return rv.leaveCounting(sl, s, nil)
+}
+
+// leaveCounting is leave that runs unmatched (when not nil) if the other side never
+// attached, before rv.mu is released: size never shows the slot gone before what
+// unmatched counts (a lease expiry's unmatched_rooms). unmatched must not call back into rv.
+func (rv *rendezvous) leaveCounting(sl *slot, s side, unmatched func()) (peerSeen bool) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
+	peerSeen = sl.hasP
+	if s == sideP {
+		peerSeen = sl.hasD
+	}
+	if !peerSeen && unmatched != nil {
+		unmatched()
+	}
 	if s == sideP && !sl.pGone {
 		sl.pGone = true
 		close(sl.pLeft)
@@ -87,10 +101,7 @@ func (rv *rendezvous) leave(sl *slot, s side) (peerSeen bool) {
 	if (!sl.hasP || sl.pGone) && (!sl.hasD || sl.dGone) && rv.m[sl.key] == sl {
 		delete(rv.m, sl.key)
 	}
-	if s == sideP {
-		return sl.hasD
-	}
-	return sl.hasP
+	return peerSeen
 }
 
 // delivered reports whether the decode side received the KV (got closed).

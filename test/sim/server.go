@@ -164,7 +164,8 @@ func (s *Server) Stats() Stats { return s.c.snapshot() }
 func (s *Server) Reset() { s.c.reset() }
 
 // PendingHandoffs is the number of rooms, transfers, NIXL and MoRI-IO block sets currently
-// held and MoRI-IO WRITE pushes in flight (0 once every handoff has completed or expired).
+// held and MoRI-IO WRITE pushes in flight (0 once every handoff has completed or expired,
+// and then the counters of those handoffs are final).
 func (s *Server) PendingHandoffs() int {
 	return s.rv.size() + s.nixl.size() + s.mori.size() + int(s.pushes.Load())
 }

@@ -35,9 +35,13 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, ts []bootTarget) (re
 	slots := make([]*slot, len(ts))
 	timedOut := false
 	defer func() {
+		var unmatched func()
+		if timedOut {
+			unmatched = func() { s.c.unmatched.Add(1) }
+		}
 		for _, sl := range slots {
-			if sl != nil && !s.rv.leave(sl, sideP) && timedOut {
-				s.c.unmatched.Add(1)
+			if sl != nil {
+				s.rv.leaveCounting(sl, sideP, unmatched)
 			}
 		}
 	}()
@@ -87,9 +91,8 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, ts []bootTarget) (re
 		case <-ctx.Done():
 			return release, errClientGone
 		}
-		s.c.handoffsSent.Add(1)
 	}
-	return release, nil
+	return release, nil // handoffs_sent: counted by serveClaim as each KV went out
 }
 
 // sglangDecode claims every item's room at its bootstrap server, concurrently, and seeds the

@@ -85,7 +85,8 @@ func (s *Server) sideCall(ctx context.Context, method, url string, body []byte, 
 }
 
 // serveClaim is the decode side of a rendezvous, run by the prefill's bootstrap listener:
-// attach to key, wait (bounded by the handoff timeout) for the prefill's KV and send it.
+// attach to key, wait (bounded by the handoff timeout) for the prefill's KV and send it,
+// counting handoffs_sent once it went out.
 // 409 duplicate claim, 410 the prefill gave up, 504 no prefill within the timeout.
 func (s *Server) serveClaim(w http.ResponseWriter, r *http.Request, key, what string) {
 	sl, dup := s.rv.arrive(key, sideD)
@@ -105,6 +106,10 @@ func (s *Server) serveClaim(w http.ResponseWriter, r *http.Request, key, what st
 		w.WriteHeader(http.StatusOK)
 		if _, err := w.Write(b); err == nil {
 			if err := http.NewResponseController(w).Flush(); err == nil {
+				// Counted here, not by the prefill leg once it sees got: the decode reads
+				// the payload to its end, so it goes on (and can answer) only after this
+				// handler returns, and its client must then find handoffs_sent counted.
+				s.c.handoffsSent.Add(1)
 				close(sl.got)
 			}
 		}

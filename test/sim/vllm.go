@@ -217,7 +217,8 @@ func (s *Server) nixlRegister(j *job, xrid string) *nixlParams {
 }
 
 // mooncakeLease waits, in the background, for a decode to fetch a pushed transfer; it
-// counts handoffs_sent, or unmatched_rooms when no decode came within the handoff timeout.
+// counts unmatched_rooms when no decode came within the handoff timeout (serveClaim counts
+// handoffs_sent as the KV goes out).
 func (s *Server) mooncakeLease(sl *slot) {
 	defer s.wg.Done()
 	timer := time.NewTimer(s.cfg.HandoffTimeout)
@@ -225,18 +226,16 @@ func (s *Server) mooncakeLease(sl *slot) {
 	expired := false
 	select {
 	case <-sl.got:
-		s.c.handoffsSent.Add(1)
 	case <-sl.dLeft:
-		if sl.delivered() {
-			s.c.handoffsSent.Add(1)
-		}
 	case <-timer.C:
 		expired = true
 	case <-s.ctx.Done():
 	}
-	if !s.rv.leave(sl, sideP) && expired {
-		s.c.unmatched.Add(1)
+	var unmatched func()
+	if expired {
+		unmatched = func() { s.c.unmatched.Add(1) }
 	}
+	s.rv.leaveCounting(sl, sideP, unmatched)
 }
 
 // serveTransfer is GET /sim/mooncake/transfers/{id}?engine_id=E on a Mooncake prefill's

@@ -172,8 +172,9 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults) (
 	}
 }
 
-// keep stores a vLLM prefill's KV for the decode and drops it after HandoffTimeout (the
-// NIXL lease, the Mooncake transfer deadline), counting it unmatched when never taken.
+// keep stores a vLLM prefill's KV (or an encode worker's embedding) for its taker and
+// drops it after HandoffTimeout (the NIXL lease, the Mooncake transfer deadline),
+// counting it unmatched when never taken.
 func (s *Server) keep(key string, p kvPayload) error {
 	sl, err := s.kv.put(key, p)
 	if errors.Is(err, errDuplicate) {
@@ -187,9 +188,8 @@ func (s *Server) keep(key string, p kvPayload) error {
 		case <-sl.taken:
 		case <-s.done:
 		case <-t.C:
-			if !s.kv.drop(key, sl) {
-				s.c.unmatched.Add(1)
-			}
+			// Counted as the key goes: PendingHandoffs 0 means the expiry is counted.
+			s.kv.expire(key, sl, func() { s.c.unmatched.Add(1) })
 		}
 	})
 	return nil

@@ -106,6 +106,13 @@ func (s *kvStore) take(ctx context.Context, key string, wait bool) (kvPayload, e
 
 // drop removes the producer's slot unless it was taken; it reports whether it was taken.
 func (s *kvStore) drop(key string, sl *kvSlot) (taken bool) {
+	return s.expire(key, sl, nil)
+}
+
+// expire is drop that, when the slot was not taken, also runs onDropped (if not nil)
+// before the lock is released: a reader of size never sees the key gone before what
+// onDropped counts (a lease expiry's unmatched_rooms).
+func (s *kvStore) expire(key string, sl *kvSlot, onDropped func()) (taken bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -116,6 +123,9 @@ func (s *kvStore) drop(key string, sl *kvSlot) (taken bool) {
 	sl.finished = true
 	if s.m[key] == sl {
 		delete(s.m, key)
+	}
+	if onDropped != nil {
+		onDropped()
 	}
 	return false
 }

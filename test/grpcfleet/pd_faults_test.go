@@ -357,6 +357,10 @@ func TestGRPCLostPrefillKVIsChargedToThePrefill(t *testing.T) {
 	assert.Zero(t, ds.RecomputedPrompts)
 	assert.EqualValues(t, n, good.Stats().Requests)
 	host := func(s *grpcsim.Server) string { return strings.TrimPrefix(s.URL(), "grpc://") }
+	// A request's blame is settled just after its answer was written: wait for the last.
+	require.Eventually(t, func() bool {
+		return cbOutcomes(t, g, host(dec), "success") == n && cbOutcomes(t, g, host(lost), "failure") == float64(lostLegs)
+	}, faultBound, 10*time.Millisecond, "every outcome recorded")
 	assert.Zero(t, cbOutcomes(t, g, host(dec), "failure"), "the decode is never charged")
 	assert.EqualValues(t, n, cbOutcomes(t, g, host(dec), "success"))
 	assert.EqualValues(t, lostLegs, cbOutcomes(t, g, host(lost), "failure"), "each lost handoff is the lossy prefill's failure")

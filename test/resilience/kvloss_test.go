@@ -3,7 +3,9 @@ package resilience_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,6 +31,24 @@ func vllmKVFleet(t *testing.T, decodes int, prefillFault, decodeFault map[int]st
 				c.Faults = []string{f}
 			}
 		}})
+}
+
+// cbSettled asserts url's breaker series (state, success, failure) equal want, waiting
+// (bounded) for them: a request's blame is settled just after its answer was written, so a
+// client can read the answer first.
+func cbSettled(t *testing.T, g *fleet.Gateway, url string, want []float64, msg string) {
+	t.Helper()
+	var got []float64
+	deadline := time.Now().Add(bound)
+	for {
+		s, ok, fail := cb(t, g, url)
+		got = []float64{s, ok, fail}
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Equal(t, want, got, msg)
 }
 
 // A vLLM prefill whose KV is gone once it answered (its engine died or restarted, or its
@@ -63,8 +83,7 @@ func TestLostPrefillKVIsChargedToThePrefillNotTheDecode(t *testing.T) {
 		send(n)
 	}
 	require.EqualValues(t, 10, lost.Stats().Requests, "10 lost handoffs within %d requests", n)
-	state, ok, fail := cb(t, g, lost.URL())
-	assert.Equal(t, []float64{1, 0, 10}, []float64{state, ok, fail}, "ten lost handoffs, no success: open")
+	cbSettled(t, g, lost.URL(), []float64{1, 0, 10}, "ten lost handoffs, no success: open")
 	for range 4 { // the lossy prefill is out of rotation
 		send(n)
 		n++
@@ -79,10 +98,8 @@ func TestLostPrefillKVIsChargedToThePrefillNotTheDecode(t *testing.T) {
 	assert.Zero(t, ds.RecomputedPrompts)
 	assert.EqualValues(t, n, good.Stats().Requests, "every request was served through the other prefill")
 
-	state, ok, fail = cb(t, g, dec.URL())
-	assert.Equal(t, []float64{0, float64(n), 0}, []float64{state, ok, fail}, "the decode is never charged")
-	state, ok, fail = cb(t, g, good.URL())
-	assert.Equal(t, []float64{0, float64(n), 0}, []float64{state, ok, fail})
+	cbSettled(t, g, dec.URL(), []float64{0, float64(n), 0}, "the decode is never charged")
+	cbSettled(t, g, good.URL(), []float64{0, float64(n), 0}, "the other prefill answered every request")
 	m := g.Metrics(t)
 	assert.Equal(t, float64(10), m.Sum("smg_worker_errors_total", "worker_type", "prefill", "error_type", "backend_error"))
 	assert.Zero(t, m.Sum("smg_worker_errors_total", "worker_type", "decode"))
@@ -111,17 +128,11 @@ func TestBrokenVLLMDecodeIsChargedOncePerRequest(t *testing.T) {
 	met := bs.Requests / 2
 	assert.Equal(t, bs.Requests, bs.Errors)
 	assert.Equal(t, int64(n), healthy.Stats().Requests)
+	cbSettled(t, g, broken.URL(), []float64{0, 0, float64(met)}, "one failure per request that met it")
+	cbSettled(t, g, healthy.URL(), []float64{0, n, 0}, "the healthy decode answered every request")
 	for _, p := range f.Prefills {
-		_, ok, _ := cb(t, g, p.URL())
-		assert.EqualValues(t, p.Stats().Requests, ok, "every answer of prefill %s counts as a success", p.URL())
-	}
-	state, ok, fail := cb(t, g, broken.URL())
-	assert.Equal(t, []float64{0, 0, float64(met)}, []float64{state, ok, fail}, "one failure per request that met it")
-	state, ok, fail = cb(t, g, healthy.URL())
-	assert.Equal(t, []float64{0, n, 0}, []float64{state, ok, fail})
-	for _, p := range f.Prefills {
-		_, _, fail := cb(t, g, p.URL())
-		assert.Zero(t, fail, "prefill %s is never charged", p.URL())
+		cbSettled(t, g, p.URL(), []float64{0, float64(p.Stats().Requests), 0},
+			"every answer of prefill "+p.URL()+" counts as a success, none as a failure")
 	}
 	assert.Equal(t, float64(met), g.Metrics(t).Sum("smg_worker_errors_total", "worker_type", "decode"))
 }

@@ -21,6 +21,10 @@ import (
 // bufpool.go), so this size is most of the gateway's memory per open stream.
 const relayBufSize = 8 << 10
 
+// peekLimit bounds what relayStream holds back while it waits for a vLLM stream's first
+// output past its role-only chunks (bytes).
+const peekLimit = 64 << 10
+
 // errStreamDone stops a LineGuard feed once the [DONE] event was written.
 var errStreamDone = errors.New("stream done")
 
@@ -38,10 +42,14 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 	body := o.decodeResp.Body
 	bp := getRelayBuf()
 	defer putRelayBuf(bp)
+	defer d.releasePrefill(o) // a sequential prefill's held success, unless a fault took it
 	buf := *bp
 	n, rerr := readSome(body, buf)
-	o.dtimer.stop()
+	if !o.kvPull {
+		o.dtimer.stop()
+	}
 	if n == 0 {
+		o.dtimer.stop()
 		return false, d.attemptError(o.reqCtx, o, func() *legFault {
 			if rerr == nil || errors.Is(rerr, io.EOF) {
 				rerr = io.ErrUnexpectedEOF
@@ -53,11 +61,38 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 	}
 	var guard handoff.LineGuard
 	var pending []byte
-	ferr := guard.Feed(buf[:n], func(b []byte) error { pending = append(pending, b...); return nil })
+	collect := func(b []byte) error { pending = append(pending, b...); return nil }
+	ferr := guard.Feed(buf[:n], collect)
 	if ferr == nil && guard.First != nil && !o.prefillDone.Load() {
 		if msg, ok := handoff.EngineErrorEvent(guard.First); ok && handoff.IsKVTransferFailure(msg) {
 			return false, d.attemptError(o.reqCtx, o, func() *legFault { return kvPeerFault("prefill", o.prefill, msg) })
 		}
+	}
+	if o.kvPull {
+		// A vLLM decode loading handed-off KV opens a chat stream with a role-only chunk
+		// whatever comes next; its first output is the first other event, and a KV load that
+		// failed is an error event there (code 500). Nothing is committed until it arrives
+		// (within the first-output deadline): that failure is ambiguous with the prefill
+		// and retried like a 500 head.
+		for ferr == nil && rerr == nil && guard.FirstOutput == nil && len(pending) < peekLimit {
+			if n, rerr = body.Read(buf); n > 0 {
+				ferr = guard.Feed(buf[:n], collect)
+			}
+		}
+		o.dtimer.stop()
+		if causeFault(o.ctx) != nil || o.reqCtx.Err() != nil {
+			return false, d.attemptError(o.reqCtx, o, nil) // the deadline passed, or the client left
+		}
+		if ferr == nil && handoff.EngineErrorCode(guard.FirstOutput) == http.StatusInternalServerError {
+			first := guard.FirstOutput
+			return false, d.attemptError(o.reqCtx, o, func() *legFault {
+				held := o.prefillOK
+				o.prefillOK = 0
+				return kvLoadFault(&legFault{w: o.decode, status: http.StatusInternalServerError,
+					e: decodeError(http.StatusInternalServerError, first)}, o.prefill, held)
+			})
+		}
+		d.releasePrefill(o)
 	}
 	o.decodeOut.Store(true)
 	if o.keep {

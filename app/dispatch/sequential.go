@@ -115,7 +115,9 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 		d.releasePrefill(o) // unless the fault took it
 		return false, aerr
 	}
-	d.releasePrefill(o)
+	if !o.stream || !o.kvPull {
+		d.releasePrefill(o) // a stream's first output decides (relayStream)
+	}
 	// The decode's outcome is recorded when its body ends (relayStream, relayBody).
 	o.decodeResp = resp
 	if !o.stream {

@@ -23,6 +23,9 @@ type LineGuard struct {
 	// First is the payload of the first data line seen (nil before it), for callers that
 	// look at the first event before committing a response (an engine error event).
 	First []byte
+	// FirstOutput is the payload of the first data line that is not a RoleOnlyChunk (nil
+	// before it): the stream's first output, or its first error event.
+	FirstOutput []byte
 }
 
 // Feed checks chunk and calls emit with the spans of complete, valid lines in order (each
@@ -88,6 +91,9 @@ func (g *LineGuard) check(line []byte) bool {
 	payload = bytes.TrimLeft(payload, " ")
 	if g.First == nil {
 		g.First = append([]byte{}, payload...)
+	}
+	if g.FirstOutput == nil && !RoleOnlyChunk(payload) {
+		g.FirstOutput = append([]byte{}, payload...)
 	}
 	if string(payload) == "[DONE]" {
 		return true

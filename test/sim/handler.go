@@ -80,6 +80,10 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 	release, e := s.run(ctx, r, j, &raw, &fs, res)
 	defer release()
 	if e != nil {
+		if e.generation && j.stream {
+			s.failGenerating(o, j, res, e)
+			return
+		}
 		o.fail(e)
 		return
 	}

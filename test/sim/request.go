@@ -88,6 +88,10 @@ type reqError struct {
 	status int
 	msg    string
 	param  string
+	// generation marks a failure vLLM finds while generating (a KV load that failed under
+	// kv_load_failure_policy=fail): a streaming request has its 200 head and, on chat, its
+	// role-only chunk by then, so the error comes as an event (out.failGenerating).
+	generation bool
 }
 
 func (e *reqError) Error() string { return e.msg }

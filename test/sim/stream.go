@@ -32,6 +32,29 @@ type complChunkChoice struct {
 
 var lengthReason = "length"
 
+// failGenerating answers a streaming request that failed while generating as vLLM does
+// (vllm/entrypoints/openai chat and completion stream generators): a 200 head, on chat the
+// role-only chunk of every choice, then the error event (GenerationError, code 500) and
+// [DONE].
+func (s *Server) failGenerating(o *out, j *job, res *output, e *reqError) {
+	if !o.head() {
+		o.fail(errClientGone)
+		return
+	}
+	if j.route == routeChat {
+		cs := make([]chatChunkChoice, len(j.items))
+		for i := range cs {
+			cs[i] = chatChunkChoice{Index: i, Delta: chatDelta{Role: "assistant"}}
+		}
+		b, _ := json.Marshal(openAIResp{ID: "chatcmpl-" + res.id, Object: "chat.completion.chunk", Created: res.created, Model: res.model, Choices: cs})
+		if !o.event("", b) {
+			o.fail(errClientGone)
+			return
+		}
+	}
+	o.fail(e)
+}
+
 // stream writes j's output as SSE. dieAfter ≥ 0 cuts the connection after that many token
 // steps. It returns errClientGone when the client went away.
 func (s *Server) stream(ctx context.Context, o *out, j *job, res *output, dieAfter int) *reqError {

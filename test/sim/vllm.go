@@ -89,7 +89,7 @@ func flatBlocks(raw json.RawMessage) ([]int64, bool) {
 }
 
 func kvLoadFailure(format string, a ...any) *reqError {
-	return &reqError{status: http.StatusInternalServerError,
+	return &reqError{status: http.StatusInternalServerError, generation: true,
 		msg: "KV transfer failed (kv_load_failure_policy=fail): " + fmt.Sprintf(format, a...)}
 }
 

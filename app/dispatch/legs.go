@@ -317,7 +317,7 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 	kept, usage, err := d.readPrefillBody(resp, o.route, o.keep)
 	if err != nil {
 		if errors.Is(err, errMalformed) {
-			fail(&legFault{w: p, cause: errMalformed, e: prefillInvalid(p, err)})
+			fail(&legFault{w: p, status: http.StatusBadGateway, cause: errMalformed, e: prefillInvalid(p, err)})
 		} else {
 			fail(&legFault{w: p, cause: err, e: prefillReadFailed(p, err)})
 		}

@@ -175,7 +175,7 @@ func (d *Dispatcher) runMoRIIOPrefill(o *open, ptimer legTimer, plan *handoff.Mo
 		return
 	}
 	if checkJSONBody(resp.Header, buf.Bytes()) != nil {
-		fail(&legFault{w: p, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", buf.Len()))})
+		fail(&legFault{w: p, status: http.StatusBadGateway, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", buf.Len()))})
 		return
 	}
 	if _, err := plan.CheckHandoff(buf.Bytes()); err != nil {

@@ -52,7 +52,8 @@ func isEventStream(h http.Header) bool {
 }
 
 // errMalformed is the outcome error recorded for a leg whose 2xx body (or stream event) is
-// not valid JSON.
+// not valid JSON, with status 502 (the gateway's answer): the engine answered, so
+// smg_worker_errors_total counts a backend_error, not a connection_error.
 var errMalformed = errors.New("malformed engine response")
 
 // prefillInvalid is the 502 for a 2xx prefill answer that is not a valid engine response.

@@ -140,7 +140,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 			d.legEnded(o, o.decode, o.decodeResp.Status, nil)
 			return true
 		case errors.Is(werr, handoff.ErrMalformedEvent):
-			d.record(o.decode, 0, errMalformed)
+			d.record(o.decode, http.StatusBadGateway, errMalformed)
 			d.log.WarnContext(o.reqCtx, "decode streamed a malformed event", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID)
 			o.cancel(nil)
 			d.streamFail(w, rc, &errs.Error{Status: http.StatusBadGateway, Code: wire.CodeDecodeInvalidResponse, Leg: "decode",
@@ -279,7 +279,7 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
 		e.Message = "decode worker " + o.decode.ID + " answered " + strconv.Itoa(len(body)) + " bytes that are not valid JSON"
 		d.log.WarnContext(o.reqCtx, "decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
-		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, cause: errMalformed, e: e} })
+		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, status: http.StatusBadGateway, cause: errMalformed, e: e} })
 	}
 	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {
 		if f := o.awaitPrefill(); f != nil {

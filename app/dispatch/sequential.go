@@ -171,7 +171,7 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func
 		n := buf.Len()
 		putBody(buf)
 		return nil, fault(func() *legFault {
-			return &legFault{w: p, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", n))}
+			return &legFault{w: p, status: http.StatusBadGateway, cause: errMalformed, e: prefillInvalid(p, fmt.Errorf("%d bytes that are not valid JSON", n))}
 		})
 	}
 	if check != nil {

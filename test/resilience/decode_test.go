@@ -110,7 +110,7 @@ func TestDecodeDiesMidStream(t *testing.T) {
 // prefill whose body does not parse fails the attempt with 502 prefill_invalid_response and
 // is retried, and no decode leg is ever sent (no silent recompute). A garbled stream event
 // is never relayed: the stream ends with a decode_invalid_response error event and [DONE],
-// and counts as a decode failure.
+// and counts as a decode failure. smg_worker_errors_total counts each as a backend_error.
 func TestMalformedEngineJSON(t *testing.T) {
 	t.Parallel()
 	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1})
@@ -147,6 +147,12 @@ func TestMalformedEngineJSON(t *testing.T) {
 	assert.Equal(t, int64(1), d.Stats().Requests, "not retried: the stream was committed")
 	_, ok, fail = cb(t, f.Gateway, d.URL())
 	assert.Equal(t, []float64{0, 2}, []float64{ok, fail}, "a decode failure")
+
+	// The engines answered, garbled: backend errors (the gateway's 502), not connection errors.
+	m := f.Gateway.Metrics(t)
+	assert.Equal(t, 2.0, m.Sum("smg_worker_errors_total", "worker_type", "decode", "error_type", "backend_error"))
+	assert.Equal(t, 5.0, m.Sum("smg_worker_errors_total", "worker_type", "prefill", "error_type", "backend_error"))
+	assert.Zero(t, m.Sum("smg_worker_errors_total", "error_type", "connection_error"))
 }
 
 // Time bounds on a decode stream: no first output within --first-byte-timeout-secs (the

@@ -279,7 +279,9 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 	if e := checkJSONBody(o.decodeResp.Header, body); e != nil {
 		e.Message = "decode worker " + o.decode.ID + " answered " + strconv.Itoa(len(body)) + " bytes that are not valid JSON"
 		d.log.WarnContext(o.reqCtx, "decode answered a malformed JSON body", "decode", o.decode.DisplayURL(), "decode_id", o.decode.ID, "bytes", len(body))
-		return false, d.attemptError(o.reqCtx, o, func() *legFault { return &legFault{w: o.decode, status: http.StatusBadGateway, cause: errMalformed, e: e} })
+		return false, d.attemptError(o.reqCtx, o, func() *legFault {
+			return &legFault{w: o.decode, status: http.StatusBadGateway, cause: errMalformed, e: e}
+		})
 	}
 	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {
 		if f := o.awaitPrefill(); f != nil {

@@ -48,7 +48,8 @@ type RequestInfoSnapshot struct {
 	Stream   bool
 	// Attempts is the number of pair selections the dispatcher ran (retries included).
 	Attempts int
-	// PrefillID and DecodeID are the worker ids of the last attempt's legs.
+	// PrefillID and DecodeID are the worker ids of the pair the last attempt selected (a
+	// sequential decode leg that was never sent is still named).
 	PrefillID, DecodeID string
 	// Runtime is the last prefill leg's engine runtime (sglang, vllm, ...).
 	Runtime string

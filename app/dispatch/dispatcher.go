@@ -357,6 +357,12 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 		return false, errOnlyUnresponsive
 	}
 	tr.prefill, tr.decode = p.URL, dc.URL
+	// The access log names the pair as selected, before any leg runs: the parallel prefill
+	// leg is sent from its own goroutine, and a request that ends first (its client left)
+	// must still name that prefill.
+	ri := ports.RequestInfoFrom(ctx)
+	ri.SetLeg("prefill", p.ID, string(p.Runtime))
+	ri.SetLeg("decode", dc.ID, string(dc.Runtime))
 	defer func() { avoidFailed(preq, err, p, dc) }()
 	if d.grpc != nil && (p.Mode == worker.ConnGRPC || dc.Mode == worker.ConnGRPC) {
 		return d.grpc.Attempt(ctx, w, rq, p, dc, hdr)

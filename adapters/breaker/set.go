@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"sync"
+	"time"
 
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
@@ -89,7 +90,11 @@ func (s *Set) Record(l *worker.Live, status int, err error) {
 		return
 	}
 	if b := s.Get(l.ID); b != nil {
-		b.Record(Classify(status, err))
+		o := Classify(status, err)
+		if o == Failure || o == Timeout {
+			l.NoteFailure(time.Now())
+		}
+		b.Record(o)
 	}
 }
 

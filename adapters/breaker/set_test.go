@@ -110,3 +110,28 @@ func TestSetReattachesOnURLChange(t *testing.T) {
 	assert.Equal(t, breaker.StateClosed, s.Attach(b).State(), "a different URL under the same ID is a new worker")
 	assert.True(t, b.Available())
 }
+
+// Every failure the Set counts stamps the worker (worker.Live.FailedSince), so a success
+// recorded late can tell that the worker failed after it answered; successes, ignored 429s
+// and 4xx do not.
+func TestSetStampsCountedFailures(t *testing.T) {
+	t.Parallel()
+	store := memory.NewWorkers()
+	w := ready("p1", "http://127.0.0.1:11", worker.RolePrefill)
+	require.NoError(t, store.Add(w))
+	s := breaker.NewSet(breaker.Settings{FailureThreshold: 10, SuccessThreshold: 1, Timeout: time.Hour}, newFakeMetrics())
+	s.Follow(store)
+	before := time.Now().Add(-time.Millisecond)
+	for _, st := range []int{200, 400, 429} {
+		s.Record(w, st, nil)
+	}
+	assert.False(t, w.FailedSince(before), "no failure counted")
+	s.Record(w, 500, nil)
+	assert.True(t, w.FailedSince(before))
+	time.Sleep(2 * time.Millisecond) // clearly later than that stamp
+	after := time.Now()
+	assert.False(t, w.FailedSince(after))
+	time.Sleep(2 * time.Millisecond)
+	s.Record(w, 0, errors.New("connection refused"))
+	assert.True(t, w.FailedSince(after), "a transport failure counts too")
+}

@@ -36,9 +36,11 @@ type legFault struct {
 	ambiguous bool
 	peer      *worker.Live
 	// peerOK is the status of the peer prefill's answer when its success was held back
-	// until the ambiguity is settled (kvLoadFault): recorded with the fault when the decode
-	// is charged, dropped when the prefill is (its answer handed off KV that was gone).
+	// until the ambiguity is settled (kvLoadFault), peerAt when it answered: recorded with
+	// the fault when the decode is charged, dropped when the prefill is (its answer handed
+	// off KV that was gone).
 	peerOK int
+	peerAt time.Time
 }
 
 // pairOf returns an ambiguous fault's prefill and decode workers.
@@ -54,7 +56,7 @@ func (f *legFault) pairOf() (p, dc *worker.Live) {
 func (f *legFault) blaming(w *worker.Live) *legFault {
 	c := &legFault{e: f.e, w: w, status: f.status, cause: f.cause}
 	if w == f.w {
-		c.peer, c.peerOK = f.peer, f.peerOK
+		c.peer, c.peerOK, c.peerAt = f.peer, f.peerOK, f.peerAt
 	}
 	return c
 }
@@ -64,13 +66,15 @@ func (f *legFault) heldOK() *heldOutcome {
 	if f.peerOK == 0 || f.peer == nil {
 		return nil
 	}
-	return &heldOutcome{w: f.peer, status: f.peerOK}
+	return &heldOutcome{w: f.peer, status: f.peerOK, at: f.peerAt}
 }
 
-// heldOutcome is a leg's success whose recording waited for a settled ambiguity.
+// heldOutcome is a leg's success whose recording waited for a settled ambiguity: the
+// worker, its status, and when it answered.
 type heldOutcome struct {
 	w      *worker.Live
 	status int
+	at     time.Time
 }
 
 // silent reports whether f is a deadline that passed (the worker was unresponsive).
@@ -85,8 +89,8 @@ func (f *legFault) silent() bool { return errors.Is(f.cause, errs.ErrUnresponsiv
 // in flight to it fails there at once.
 // The prefill's success, held back until then (prefillOK, its status), goes with the fault:
 // a prefill that keeps losing the KV it hands off must not look healthy to its breaker.
-func kvLoadFault(f *legFault, p *worker.Live, prefillOK int) *legFault {
-	f.ambiguous, f.peer, f.peerOK = true, p, prefillOK
+func kvLoadFault(f *legFault, p *worker.Live, prefillOK int, answered time.Time) *legFault {
+	f.ambiguous, f.peer, f.peerOK, f.peerAt = true, p, prefillOK, answered
 	return f
 }
 
@@ -119,9 +123,11 @@ func (d *Dispatcher) recordFault(f *legFault) {
 	}
 }
 
-// recordHeld reports a held success, if any.
+// recordHeld reports a held success, if any, unless its worker failed since it answered
+// (worker.Live.FailedSince: a prefill that died after answering must not have its failure
+// streak reset by answers it gave before).
 func (d *Dispatcher) recordHeld(h *heldOutcome) {
-	if h != nil {
+	if h != nil && !h.w.FailedSince(h.at) {
 		d.record(h.w, h.status, nil)
 	}
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,8 +21,11 @@ func live(id string) *worker.Live {
 // with p.
 func decode500(p, dc *worker.Live) *legFault {
 	return kvLoadFault(&legFault{w: dc, status: http.StatusInternalServerError,
-		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p, http.StatusOK)
+		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p, http.StatusOK, answered)
 }
+
+// answered is when the held prefill answers in these tests.
+var answered = time.Unix(1000, 0)
 
 // The retry after a decode's 500 that followed a KV handoff keeps the decode and avoids
 // the prefill; what happens next decides whom the failure is charged to, with its status.
@@ -48,7 +52,7 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		tr.prefill, tr.decode = p1.URL, d1.URL
 		f := tr.settle(true)
 		assert.Same(t, d1, f.w)
-		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK}, f.heldOK(), "the prefill's success goes with it")
+		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK, at: answered}, f.heldOK(), "the prefill's success goes with it")
 	})
 	t.Run("the kept decode fails again with another prefill: the decode, once", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
@@ -57,8 +61,8 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Same(t, d1, got[0].w)
 		assert.Equal(t, http.StatusInternalServerError, got[0].status)
-		assert.Equal(t, &heldOutcome{w: p2, status: http.StatusOK}, got[0].heldOK())
-		assert.Equal(t, []*heldOutcome{{w: p1, status: http.StatusOK}}, tr.held, "both prefills answered well")
+		assert.Equal(t, &heldOutcome{w: p2, status: http.StatusOK, at: answered}, got[0].heldOK())
+		assert.Equal(t, []*heldOutcome{{w: p1, status: http.StatusOK, at: answered}}, tr.held, "both prefills answered well")
 		assert.Contains(t, preq.Avoid, "http://d1")
 		assert.Empty(t, preq.PinDecode)
 		assert.Empty(t, tr.hung)
@@ -70,7 +74,7 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		tr.prefill, tr.decode = p2.URL, d2.URL
 		f := tr.settle(false)
 		assert.Same(t, d1, f.w)
-		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK}, f.heldOK())
+		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK, at: answered}, f.heldOK())
 	})
 	t.Run("a silent pair still may not be retried as it was", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
@@ -79,4 +83,39 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		tr.failed(f, preq)
 		assert.True(t, tr.samePair(p1, d1))
 	})
+}
+
+type recorded struct {
+	w      *worker.Live
+	status int
+}
+
+type fakeOutcomes struct{ got []recorded }
+
+func (f *fakeOutcomes) Record(w *worker.Live, status int, _ error) {
+	f.got = append(f.got, recorded{w, status})
+}
+
+// A held prefill success is recorded unless the prefill failed after it answered: a
+// prefill that died after answering must not have the failure streak that ejects it reset
+// by answers it gave before.
+func TestHeldPrefillSuccessIsDroppedWhenThePrefillFailedSince(t *testing.T) {
+	rec := &fakeOutcomes{}
+	d := &Dispatcher{outcomes: rec}
+	p := live("p1")
+	o := &open{prefill: p, prefillOK: http.StatusOK, prefillAt: answered}
+	p.NoteFailure(answered.Add(-time.Second))
+	d.releasePrefill(o)
+	assert.Equal(t, []recorded{{p, http.StatusOK}}, rec.got, "a failure before the answer does not matter")
+	assert.Zero(t, o.prefillOK, "released once")
+	d.releasePrefill(o)
+	assert.Len(t, rec.got, 1)
+
+	rec.got = nil
+	o = &open{prefill: p, prefillOK: http.StatusOK, prefillAt: answered}
+	p.NoteFailure(answered.Add(time.Millisecond))
+	d.releasePrefill(o)
+	assert.Empty(t, rec.got, "it failed after answering: the stale success is dropped")
+	d.recordHeld(&heldOutcome{w: p, status: http.StatusOK, at: answered})
+	assert.Empty(t, rec.got, "a success held by a fault is dropped the same way")
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
@@ -41,11 +42,12 @@ func MarkAmbiguous(err error, peer *worker.Live) {
 
 // MarkKVLoadAmbiguous marks err, a LegFault for a vLLM decode's 500 after prefill peer
 // handed it the KV, as ambiguous with peer (kvLoadFault): the retry loop settles which one
-// it was. peerOK is peer's held success (its status; 0 = none), recorded when the decode is
-// charged and dropped when the prefill is. Errors that are not a LegFault are left alone.
-func MarkKVLoadAmbiguous(err error, peer *worker.Live, peerOK int) {
+// it was. peerOK is peer's held success (its status; 0 = none) and answered when it
+// answered: recorded when the decode is charged (unless peer failed since), dropped when the
+// prefill is. Errors that are not a LegFault are left alone.
+func MarkKVLoadAmbiguous(err error, peer *worker.Live, peerOK int, answered time.Time) {
 	if f := faultOf(err); f != nil {
-		kvLoadFault(f, peer, peerOK)
+		kvLoadFault(f, peer, peerOK, answered)
 	}
 }
 

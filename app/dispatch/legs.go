@@ -74,6 +74,7 @@ type open struct {
 	// kvLoadFault).
 	holdPrefill bool
 	prefillOK   int
+	prefillAt   time.Time // when the held prefill answered
 }
 
 // prefillResult is how a parallel prefill leg ended: fault when it failed (it also

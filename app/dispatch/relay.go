@@ -89,7 +89,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 				held := o.prefillOK
 				o.prefillOK = 0
 				return kvLoadFault(&legFault{w: o.decode, status: http.StatusInternalServerError,
-					e: decodeError(http.StatusInternalServerError, first)}, o.prefill, held)
+					e: decodeError(http.StatusInternalServerError, first)}, o.prefill, held, o.prefillAt)
 			})
 		}
 		d.releasePrefill(o)

@@ -108,7 +108,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 			if o.kvPull && resp.Status == http.StatusInternalServerError {
 				held := o.prefillOK
 				o.prefillOK = 0
-				return kvLoadFault(f, o.prefill, held)
+				return kvLoadFault(f, o.prefill, held, o.prefillAt)
 			}
 			return f
 		})
@@ -127,10 +127,11 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 	return d.relay(w, o)
 }
 
-// releasePrefill records the sequential prefill's held success, once.
+// releasePrefill records the sequential prefill's held success, once (recordHeld: not when
+// the prefill failed since it answered).
 func (d *Dispatcher) releasePrefill(o *open) {
 	if o.prefillOK != 0 {
-		d.record(o.prefill, o.prefillOK, nil)
+		d.recordHeld(&heldOutcome{w: o.prefill, status: o.prefillOK, at: o.prefillAt})
 		o.prefillOK = 0
 	}
 }
@@ -181,7 +182,7 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func
 		}
 	}
 	if o.holdPrefill {
-		o.prefillOK = resp.Status
+		o.prefillOK, o.prefillAt = resp.Status, time.Now()
 	} else {
 		d.record(p, resp.Status, nil)
 	}

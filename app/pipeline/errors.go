@@ -131,10 +131,11 @@ func (pl *Pipeline) ambiguousTimeout(leg string, l ports.GRPCLeg, peer *worker.L
 // vLLM fails a KV load whose prefill died or freed its blocks (kv_load_failure_policy
 // "fail") with the same error as a failure of its own, so the retry loop keeps the decode
 // and changes the prefill to tell which it was. The prefill's held success (*prefillOK, its
-// status) goes with the fault and *prefillOK becomes 0. Other faults are returned unchanged.
-func kvLoadFault(f *fault, handed, started bool, p *worker.Live, prefillOK *int) *fault {
+// status, answered when it answered) goes with the fault and *prefillOK becomes 0. Other
+// faults are returned unchanged.
+func kvLoadFault(f *fault, handed, started bool, p *worker.Live, prefillOK *int, answered time.Time) *fault {
 	if handed && !started && f.status == http.StatusInternalServerError {
-		dispatch.MarkKVLoadAmbiguous(f.err, p, *prefillOK)
+		dispatch.MarkKVLoadAmbiguous(f.err, p, *prefillOK, answered)
 		*prefillOK = 0
 	}
 	return f

@@ -163,12 +163,12 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	// The prefill's success waits, when it handed off KV, for the decode's first item: a
 	// decode failing to load that KV first may turn it into the prefill's failure
 	// (kvLoadFault takes it then).
-	prefillOK := http.StatusOK
+	prefillOK, answered := http.StatusOK, time.Now()
 	releasePrefill := func() {
-		if prefillOK != 0 {
+		if prefillOK != 0 && !p.FailedSince(answered) { // not when it died after answering
 			pl.record(p, prefillOK)
-			prefillOK = 0
 		}
+		prefillOK = 0
 	}
 	defer releasePrefill()
 	if !handed {
@@ -182,7 +182,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
-		fail(kvLoadFault(pl.legFault(gctx, "decode", dec, err, false), handed, false, p, &prefillOK))
+		fail(kvLoadFault(pl.legFault(gctx, "decode", dec, err, false), handed, false, p, &prefillOK, answered))
 		return
 	}
 	if o, ok := pl.metrics.(kvTransferObserver); ok {
@@ -207,7 +207,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				return
 			case it.err != nil:
 				if !completed {
-					fail(kvLoadFault(pl.legFault(gctx, "decode", dec, it.err, first), handed, first, p, &prefillOK))
+					fail(kvLoadFault(pl.legFault(gctx, "decode", dec, it.err, first), handed, first, p, &prefillOK, answered))
 				}
 				close(stop)
 				dst.Close()

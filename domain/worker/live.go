@@ -1,6 +1,9 @@
 package worker
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Gate decides whether a worker may take new requests beyond its status, for example a
 // circuit breaker. Allow must be fast: it is called for every candidate on every selection.
@@ -19,7 +22,18 @@ type Live struct {
 
 	engineID  atomic.Pointer[string] // refreshed KV engine id; nil = the registered one
 	confirmed atomic.Bool            // the last engine-id read completed
+	failedAt  atomic.Int64           // unix ns of the latest failure its breaker counted; 0 = none
 }
+
+// NoteFailure records that a failure of this worker was counted at t (its circuit breaker
+// calls it), for FailedSince.
+func (l *Live) NoteFailure(t time.Time) { l.failedAt.Store(t.UnixNano()) }
+
+// FailedSince reports whether a failure was counted after t. A success that is recorded
+// late — a vLLM prefill's answer, held until its decode confirmed the handoff — is dropped
+// when the worker failed in between (it died after answering): recording it would reset the
+// failure streak that ejects the dead worker.
+func (l *Live) FailedSince(t time.Time) bool { return l.failedAt.Load() > t.UnixNano() }
 
 type gateBox struct{ g Gate }
 

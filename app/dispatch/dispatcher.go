@@ -283,7 +283,7 @@ func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *
 			// workers'. Counted on neither that worker nor another (the prefill answer it
 			// held was good), and not retried.
 			c.recorded.Store(true)
-			d.recordHeld(c.heldOK())
+			d.recordHeld(c.held)
 			d.log.WarnContext(ctx, "PD attempt failed the same way on a second worker; not retrying", "attempt", attempt,
 				"leg", c.e.Leg, "code", c.e.Code, "worker", c.w.DisplayURL(), "worker_id", c.w.ID)
 			return false

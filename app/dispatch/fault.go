@@ -35,12 +35,10 @@ type legFault struct {
 	// off (kvLoadFault). peer is the other leg's worker; the retry loop settles which.
 	ambiguous bool
 	peer      *worker.Live
-	// peerOK is the status of the peer prefill's answer when its success was held back
-	// until the ambiguity is settled (kvLoadFault), peerAt when it answered: recorded with
-	// the fault when the decode is charged, dropped when the prefill is (its answer handed
-	// off KV that was gone).
-	peerOK int
-	peerAt time.Time
+	// held is the peer prefill's success when it was held back until the ambiguity is
+	// settled (kvLoadFault): recorded with the fault when the decode is charged, dropped
+	// when the prefill is (its answer handed off KV that was gone). nil: none.
+	held *heldOutcome
 }
 
 // pairOf returns an ambiguous fault's prefill and decode workers.
@@ -56,17 +54,9 @@ func (f *legFault) pairOf() (p, dc *worker.Live) {
 func (f *legFault) blaming(w *worker.Live) *legFault {
 	c := &legFault{e: f.e, w: w, status: f.status, cause: f.cause}
 	if w == f.w {
-		c.peer, c.peerOK, c.peerAt = f.peer, f.peerOK, f.peerAt
+		c.peer, c.held = f.peer, f.held
 	}
 	return c
-}
-
-// heldOK returns the peer's held success as an outcome to record (nil when none).
-func (f *legFault) heldOK() *heldOutcome {
-	if f.peerOK == 0 || f.peer == nil {
-		return nil
-	}
-	return &heldOutcome{w: f.peer, status: f.peerOK, at: f.peerAt}
 }
 
 // heldOutcome is a leg's success whose recording waited for a settled ambiguity: the
@@ -87,10 +77,10 @@ func (f *legFault) silent() bool { return errors.Is(f.cause, errs.ErrUnresponsiv
 // broken, or the prefill may have died or freed its blocks after answering. Charging the
 // decode alone would let one dead prefill open a healthy decode's breaker: every request
 // in flight to it fails there at once.
-// The prefill's success, held back until then (prefillOK, its status), goes with the fault:
+// The prefill's success, held back until then (held, nil for none), goes with the fault:
 // a prefill that keeps losing the KV it hands off must not look healthy to its breaker.
-func kvLoadFault(f *legFault, p *worker.Live, prefillOK int, answered time.Time) *legFault {
-	f.ambiguous, f.peer, f.peerOK, f.peerAt = true, p, prefillOK, answered
+func kvLoadFault(f *legFault, p *worker.Live, held *heldOutcome) *legFault {
+	f.ambiguous, f.peer, f.held = true, p, held
 	return f
 }
 
@@ -119,7 +109,7 @@ func causeFault(legCtx context.Context) *legFault {
 func (d *Dispatcher) recordFault(f *legFault) {
 	if f != nil && f.w != nil && f.recorded.CompareAndSwap(false, true) {
 		d.record(f.w, f.status, f.cause)
-		d.recordHeld(f.heldOK())
+		d.recordHeld(f.held)
 	}
 }
 
@@ -262,8 +252,8 @@ func (t *tries) failed(f *legFault, preq *policy.Request) []*legFault {
 					// The kept decode failed again with another prefill (or the same one,
 					// the only one left): its own doing, charged once for the request. The
 					// first prefill's answer was good.
-					if h := prev.heldOK(); h != nil {
-						t.held = append(t.held, h)
+					if prev.held != nil {
+						t.held = append(t.held, prev.held)
 					}
 					return []*legFault{f.blaming(dc)}
 				}

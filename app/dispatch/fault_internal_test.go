@@ -21,7 +21,7 @@ func live(id string) *worker.Live {
 // with p.
 func decode500(p, dc *worker.Live) *legFault {
 	return kvLoadFault(&legFault{w: dc, status: http.StatusInternalServerError,
-		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p, http.StatusOK, answered)
+		e: decodeError(http.StatusInternalServerError, []byte(`{"error":{"message":"Internal server error"}}`))}, p, &heldOutcome{w: p, status: http.StatusOK, at: answered})
 }
 
 // answered is when the held prefill answers in these tests.
@@ -43,7 +43,7 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		require.NotNil(t, f)
 		assert.Same(t, p1, f.w)
 		assert.Equal(t, http.StatusInternalServerError, f.status, "charged as the 500 it was")
-		assert.Nil(t, f.heldOK(), "the prefill's answer handed off lost KV: not a success")
+		assert.Nil(t, f.held, "the prefill's answer handed off lost KV: not a success")
 		assert.Empty(t, tr.hung, "a 500 is no hang")
 	})
 	t.Run("the same pair succeeds: the decode (a transient failure)", func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		tr.prefill, tr.decode = p1.URL, d1.URL
 		f := tr.settle(true)
 		assert.Same(t, d1, f.w)
-		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK, at: answered}, f.heldOK(), "the prefill's success goes with it")
+		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK, at: answered}, f.held, "the prefill's success goes with it")
 	})
 	t.Run("the kept decode fails again with another prefill: the decode, once", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
@@ -61,7 +61,7 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Same(t, d1, got[0].w)
 		assert.Equal(t, http.StatusInternalServerError, got[0].status)
-		assert.Equal(t, &heldOutcome{w: p2, status: http.StatusOK, at: answered}, got[0].heldOK())
+		assert.Equal(t, &heldOutcome{w: p2, status: http.StatusOK, at: answered}, got[0].held)
 		assert.Equal(t, []*heldOutcome{{w: p1, status: http.StatusOK, at: answered}}, tr.held, "both prefills answered well")
 		assert.Contains(t, preq.Avoid, "http://d1")
 		assert.Empty(t, preq.PinDecode)
@@ -74,7 +74,7 @@ func TestKVLoadFaultIsSettledByTheRetry(t *testing.T) {
 		tr.prefill, tr.decode = p2.URL, d2.URL
 		f := tr.settle(false)
 		assert.Same(t, d1, f.w)
-		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK, at: answered}, f.heldOK())
+		assert.Equal(t, &heldOutcome{w: p1, status: http.StatusOK, at: answered}, f.held)
 	})
 	t.Run("a silent pair still may not be retried as it was", func(t *testing.T) {
 		tr, preq := &tries{}, &policy.Request{}
@@ -103,16 +103,16 @@ func TestHeldPrefillSuccessIsDroppedWhenThePrefillFailedSince(t *testing.T) {
 	rec := &fakeOutcomes{}
 	d := &Dispatcher{outcomes: rec}
 	p := live("p1")
-	o := &open{prefill: p, prefillOK: http.StatusOK, prefillAt: answered}
+	o := &open{prefill: p, held: &heldOutcome{w: p, status: http.StatusOK, at: answered}}
 	p.NoteFailure(answered.Add(-time.Second))
 	d.releasePrefill(o)
 	assert.Equal(t, []recorded{{p, http.StatusOK}}, rec.got, "a failure before the answer does not matter")
-	assert.Zero(t, o.prefillOK, "released once")
+	assert.Nil(t, o.held, "released once")
 	d.releasePrefill(o)
 	assert.Len(t, rec.got, 1)
 
 	rec.got = nil
-	o = &open{prefill: p, prefillOK: http.StatusOK, prefillAt: answered}
+	o = &open{prefill: p, held: &heldOutcome{w: p, status: http.StatusOK, at: answered}}
 	p.NoteFailure(answered.Add(time.Millisecond))
 	d.releasePrefill(o)
 	assert.Empty(t, rec.got, "it failed after answering: the stale success is dropped")

@@ -47,7 +47,11 @@ func MarkAmbiguous(err error, peer *worker.Live) {
 // prefill is. Errors that are not a LegFault are left alone.
 func MarkKVLoadAmbiguous(err error, peer *worker.Live, peerOK int, answered time.Time) {
 	if f := faultOf(err); f != nil {
-		kvLoadFault(f, peer, peerOK, answered)
+		var held *heldOutcome
+		if peerOK != 0 {
+			held = &heldOutcome{w: peer, status: peerOK, at: answered}
+		}
+		kvLoadFault(f, peer, held)
 	}
 }
 

@@ -69,12 +69,19 @@ type open struct {
 	// prefill handed off (the params were relayed or minted): a 500 from it may then be the
 	// prefill's KV that is gone (kvLoadFault).
 	kvPull bool
-	// holdPrefill makes the sequential prefill's success wait in prefillOK (its status)
-	// until the decode's answer shows whether the handoff was good (releasePrefill,
+	// holdPrefill makes the sequential prefill's success wait in held until the decode's
+	// answer shows whether the handoff was good (releasePrefill, or takeHeld into a
 	// kvLoadFault).
 	holdPrefill bool
-	prefillOK   int
-	prefillAt   time.Time // when the held prefill answered
+	held        *heldOutcome
+}
+
+// takeHeld returns the held prefill success (nil: none) and clears it: a fault that takes
+// it decides whether it is recorded.
+func (o *open) takeHeld() *heldOutcome {
+	h := o.held
+	o.held = nil
+	return h
 }
 
 // prefillResult is how a parallel prefill leg ended: fault when it failed (it also

@@ -86,10 +86,8 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 		if ferr == nil && handoff.EngineErrorCode(guard.FirstOutput) == http.StatusInternalServerError {
 			first := guard.FirstOutput
 			return false, d.attemptError(o.reqCtx, o, func() *legFault {
-				held := o.prefillOK
-				o.prefillOK = 0
 				return kvLoadFault(&legFault{w: o.decode, status: http.StatusInternalServerError,
-					e: decodeError(http.StatusInternalServerError, first)}, o.prefill, held, o.prefillAt)
+					e: decodeError(http.StatusInternalServerError, first)}, o.prefill, o.takeHeld())
 			})
 		}
 		d.releasePrefill(o)

@@ -106,9 +106,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 		aerr := d.attemptError(ctx, o, func() *legFault {
 			f := &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
 			if o.kvPull && resp.Status == http.StatusInternalServerError {
-				held := o.prefillOK
-				o.prefillOK = 0
-				return kvLoadFault(f, o.prefill, held, o.prefillAt)
+				return kvLoadFault(f, o.prefill, o.takeHeld())
 			}
 			return f
 		})
@@ -130,10 +128,7 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 // releasePrefill records the sequential prefill's held success, once (recordHeld: not when
 // the prefill failed since it answered).
 func (d *Dispatcher) releasePrefill(o *open) {
-	if o.prefillOK != 0 {
-		d.recordHeld(&heldOutcome{w: o.prefill, status: o.prefillOK, at: o.prefillAt})
-		o.prefillOK = 0
-	}
+	d.recordHeld(o.takeHeld())
 }
 
 // sequentialPrefill runs the vLLM prefill leg to its end within --prefill-timeout-secs and
@@ -182,7 +177,7 @@ func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func
 		}
 	}
 	if o.holdPrefill {
-		o.prefillOK, o.prefillAt = resp.Status, time.Now()
+		o.held = &heldOutcome{w: p, status: resp.Status, at: time.Now()}
 	} else {
 		d.record(p, resp.Status, nil)
 	}

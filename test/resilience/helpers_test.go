@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -197,6 +198,24 @@ func cb(t *testing.T, g *fleet.Gateway, url string) (state, success, failure flo
 	}
 	return state, m.Sum("smg_worker_cb_outcomes_total", "worker", url, "outcome", "success"),
 		m.Sum("smg_worker_cb_outcomes_total", "worker", url, "outcome", "failure")
+}
+
+// cbSettled asserts url's breaker series (state, success, failure) equal want, waiting
+// (bounded) for them: a request's blame is settled just after its answer was written, so a
+// client can read the answer first.
+func cbSettled(t *testing.T, g *fleet.Gateway, url string, want []float64, msg string) {
+	t.Helper()
+	var got []float64
+	deadline := time.Now().Add(bound)
+	for {
+		s, ok, fail := cb(t, g, url)
+		got = []float64{s, ok, fail}
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Equal(t, want, got, msg)
 }
 
 // workerID returns the id of the registered worker at url.

@@ -3,9 +3,7 @@ package resilience_test
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,24 +29,6 @@ func vllmKVFleet(t *testing.T, decodes int, prefillFault, decodeFault map[int]st
 				c.Faults = []string{f}
 			}
 		}})
-}
-
-// cbSettled asserts url's breaker series (state, success, failure) equal want, waiting
-// (bounded) for them: a request's blame is settled just after its answer was written, so a
-// client can read the answer first.
-func cbSettled(t *testing.T, g *fleet.Gateway, url string, want []float64, msg string) {
-	t.Helper()
-	var got []float64
-	deadline := time.Now().Add(bound)
-	for {
-		s, ok, fail := cb(t, g, url)
-		got = []float64{s, ok, fail}
-		if slices.Equal(got, want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.Equal(t, want, got, msg)
 }
 
 // A vLLM prefill whose KV is gone once it answered (its engine died or restarted, or its

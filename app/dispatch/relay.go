@@ -59,7 +59,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 				Message: "decode worker " + o.decode.ID + " stream ended before any output: " + transportCause(rerr)}}
 		})
 	}
-	var guard handoff.LineGuard
+	guard := handoff.LineGuard{WantFirstOutput: o.kvPull}
 	var pending []byte
 	collect := func(b []byte) error { pending = append(pending, b...); return nil }
 	ferr := guard.Feed(buf[:n], collect)

@@ -42,3 +42,22 @@ func TestRoleOnlyChunk(t *testing.T) {
 		assert.Equal(t, want, handoff.RoleOnlyChunk([]byte(payload)), payload)
 	}
 }
+
+// LineGuard keeps the first payload past the role-only chunks only when asked.
+func TestLineGuardFirstOutput(t *testing.T) {
+	role := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n"
+	fail := `data: {"error":{"message":"Internal server error","code":500}}` + "\n\n"
+	nop := func([]byte) error { return nil }
+
+	g := handoff.LineGuard{WantFirstOutput: true}
+	assert.NoError(t, g.Feed([]byte(role), nop))
+	assert.Nil(t, g.FirstOutput, "a role-only chunk is not output")
+	assert.NoError(t, g.Feed([]byte(fail+"data: [DONE]\n\n"), nop))
+	assert.Equal(t, `{"error":{"message":"Internal server error","code":500}}`, string(g.FirstOutput))
+	assert.Equal(t, 500, handoff.EngineErrorCode(g.FirstOutput))
+
+	var off handoff.LineGuard
+	assert.NoError(t, off.Feed([]byte(role+fail), nop))
+	assert.Nil(t, off.FirstOutput, "not kept unless wanted")
+	assert.NotNil(t, off.First)
+}

@@ -24,8 +24,10 @@ type LineGuard struct {
 	// look at the first event before committing a response (an engine error event).
 	First []byte
 	// FirstOutput is the payload of the first data line that is not a RoleOnlyChunk (nil
-	// before it): the stream's first output, or its first error event.
-	FirstOutput []byte
+	// before it): the stream's first output, or its first error event. Kept only when
+	// WantFirstOutput is set (it costs a copy per stream).
+	FirstOutput     []byte
+	WantFirstOutput bool
 }
 
 // Feed checks chunk and calls emit with the spans of complete, valid lines in order (each
@@ -92,7 +94,7 @@ func (g *LineGuard) check(line []byte) bool {
 	if g.First == nil {
 		g.First = append([]byte{}, payload...)
 	}
-	if g.FirstOutput == nil && !RoleOnlyChunk(payload) {
+	if g.WantFirstOutput && g.FirstOutput == nil && !RoleOnlyChunk(payload) {
 		g.FirstOutput = append([]byte{}, payload...)
 	}
 	if string(payload) == "[DONE]" {

@@ -270,7 +270,7 @@ func (d *Dispatcher) newBackOff() *backoff.ExponentialBackOff {
 }
 
 // faulted records what an attempt's fault charges (tries.failed; the ledger waives a repeat
-// on a second worker of the leg) and reports whether the request may be retried.
+// of the leg's failure, on the same worker or another) and reports whether the request may be retried.
 func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *policy.Request, attempt int) bool {
 	faults := tr.failed(f, preq)
 	for _, h := range tr.held {
@@ -278,13 +278,16 @@ func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *
 	}
 	tr.held = tr.held[:0]
 	for _, c := range faults {
-		if !tr.ledger.admit(c) {
-			// The same failure on a second worker of the leg: the request's, not the
-			// workers'. Counted on neither that worker nor another (the prefill answer it
-			// held was good), and not retried.
+		if rep := tr.ledger.admit(c); rep != repeatNone {
+			// The same failure again on the leg: the request's, not the workers'. Counted
+			// no further (the prefill answer it held was good), and not retried.
 			c.recorded.Store(true)
 			d.recordHeld(c.held)
-			d.log.WarnContext(ctx, "PD attempt failed the same way on a second worker; not retrying", "attempt", attempt,
+			msg := "PD attempt failed the same way on a second worker; not retrying"
+			if rep == repeatSameWorker {
+				msg = "PD attempt failed the same way again on the same worker; counted once, not retrying"
+			}
+			d.log.WarnContext(ctx, msg, "attempt", attempt,
 				"leg", c.e.Leg, "code", c.e.Code, "worker", c.w.DisplayURL(), "worker_id", c.w.ID)
 			return false
 		}

@@ -180,9 +180,12 @@ func kvPeerFault(leg string, w *worker.Live, peerMsg string) *legFault {
 }
 
 // blameLedger remembers, for one client request, which worker each leg's failures were
-// counted on. A failure with the same code on a second worker of the same leg is the
-// request's doing (a poisoned prompt, not two broken engines): it is not counted and ends
-// the retries, so one request can move at most one breaker per leg.
+// counted on. A failure with the same code again on the same leg is the request's doing,
+// not the workers': on a second worker of the leg it is a poisoned prompt, not two broken
+// engines; on the same worker (the only one left, or one the retry went back to) it was
+// counted already (a deadline is the exception: tries.hung keeps retries off a silent
+// worker, and a pair's two silences settled at once are both its own). Either way it is not counted again and ends the retries, so one request
+// moves at most one breaker per leg, by one failure.
 type blameLedger struct {
 	prefill, decode *ledgerEntry
 }
@@ -192,21 +195,39 @@ type ledgerEntry struct {
 	worker string
 }
 
-// admit reports whether f should be recorded and retried: false when the same leg already
-// failed with the same code on another worker during this request.
-func (l *blameLedger) admit(f *legFault) bool {
+// repeat says how a failure relates to what the request's leg already failed with.
+type repeat int
+
+const (
+	// repeatNone: a first failure on the leg, or another code: record and retry.
+	repeatNone repeat = iota
+	// repeatSameWorker: the same code on the same worker, already counted there.
+	repeatSameWorker
+	// repeatOtherWorker: the same code on another worker of the leg.
+	repeatOtherWorker
+)
+
+// admit classifies f against the leg's first failure during this request (and remembers
+// f when it is the first).
+func (l *blameLedger) admit(f *legFault) repeat {
 	slot := &l.decode
 	if f.e.Leg == "prefill" {
 		slot = &l.prefill
 	}
 	if *slot == nil {
 		*slot = &ledgerEntry{code: f.e.Code, worker: f.w.ID}
-		return true
+		return repeatNone
 	}
-	if (*slot).code == f.e.Code && (*slot).worker != f.w.ID {
-		return false
+	switch {
+	case (*slot).code != f.e.Code:
+		return repeatNone
+	case (*slot).worker == f.w.ID:
+		if f.silent() {
+			return repeatNone // a retry never goes back to a silent worker (tries.hung)
+		}
+		return repeatSameWorker
 	}
-	return true
+	return repeatOtherWorker
 }
 
 func kvCode(leg string) string {

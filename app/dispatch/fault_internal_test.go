@@ -119,3 +119,30 @@ func TestHeldPrefillSuccessIsDroppedWhenThePrefillFailedSince(t *testing.T) {
 	d.recordHeld(&heldOutcome{w: p, status: http.StatusOK, at: answered})
 	assert.Empty(t, rec.got, "a success held by a fault is dropped the same way")
 }
+
+// The blame ledger counts a leg's failure once per request: the same code again, on the
+// same worker or another, is the request's (not recorded, not retried); another code, or a
+// deadline on the same worker, is not a repeat.
+func TestBlameLedgerCountsARepeatOnce(t *testing.T) {
+	p1, p2 := live("p1"), live("p2")
+	f500 := func(w *worker.Live) *legFault {
+		return &legFault{w: w, status: http.StatusInternalServerError,
+			e: &errs.Error{Status: http.StatusInternalServerError, Code: "prefill_upstream_error", Leg: "prefill"}}
+	}
+	silent := func(w *worker.Live) *legFault {
+		f := f500(w)
+		f.cause, f.e = unresponsive("prefill deadline"), &errs.Error{Status: http.StatusGatewayTimeout, Code: "prefill_timeout", Leg: "prefill"}
+		return f
+	}
+	var l blameLedger
+	assert.Equal(t, repeatNone, l.admit(f500(p1)), "first failure of the leg")
+	assert.Equal(t, repeatSameWorker, l.admit(f500(p1)), "same code, same worker: counted already")
+	assert.Equal(t, repeatOtherWorker, l.admit(f500(p2)), "same code, another worker")
+	decode := f500(p1)
+	decode.e = &errs.Error{Status: http.StatusInternalServerError, Code: "prefill_upstream_error", Leg: "decode"}
+	assert.Equal(t, repeatNone, l.admit(decode), "the other leg has its own entry")
+
+	var s blameLedger
+	assert.Equal(t, repeatNone, s.admit(silent(p1)))
+	assert.Equal(t, repeatNone, s.admit(silent(p1)), "two silences of one worker settled together are both its own")
+}

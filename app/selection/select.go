@@ -25,9 +25,17 @@ import (
 // of a successful selection grows with the pairable prefills and their compatible decodes
 // only, not with incompatible workers.
 //
+// Panic mode (Envoy's, at a 0 % threshold): when a leg has no available worker serving the
+// model but has ready ones that are only gated (circuit breaker open, or another gate), the
+// pair is chosen again with those counted in on that leg, least loaded first (leastLoaded),
+// and the request gets that worker's answer or error instead of a 503: the last workers of
+// a leg are never ejected by breakers alone. Workers that are not ready (unhealthy,
+// draining, pending) stay out. Each panic-mode pick is logged at warn level (at most every
+// panicWarnInterval).
+//
 // Errors are *errs.Error:
 //   - 503 no_available_workers (errs.NoAvailableWorkers, Leg "prefill" or "decode") when that
-//     leg has no available worker serving the model (prefill checked first), or when the leg's
+//     leg has no ready worker serving the model (prefill checked first), or when the leg's
 //     policy picks nothing ("Policy <name> failed to select a <leg> worker").
 //   - 503 no_compatible_pd_pair (pairing.NoCompatiblePairError) when both legs have available
 //     workers but none pairs; the message is pairing.Explain over those workers (via
@@ -38,7 +46,33 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 		req = &policy.Request{}
 	}
 	sn := s.current()
+	prefill, decode, release, err = s.selectPair(sn, req, avail{model: req.Model})
+	if err == nil {
+		return prefill, decode, release, nil
+	}
+	a, ok := panicFor(sn, req.Model)
+	if !ok {
+		return nil, nil, nil, err
+	}
+	p, d, rel, perr := s.selectPair(sn, req, a)
+	if perr != nil {
+		return nil, nil, nil, err
+	}
+	s.warnPanic(a, p, d)
+	return p, d, rel, nil
+}
+
+// selectPair is one selection over sn with a's idea of a usable worker: each leg's policy
+// normally, least loaded on a leg in panic mode.
+func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, release func(), err error) {
 	groups := sn.mx.Pairable()
+	polP, polD := s.prefillPolicy, s.decodePolicy
+	if a.panicP {
+		polP = leastLoaded{}
+	}
+	if a.panicD {
+		polD = leastLoaded{}
+	}
 
 	n := 0
 	for gi := range groups {
@@ -46,14 +80,14 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	}
 	cands := make([]*worker.Live, 0, n)
 	candGroup := make([]int, 0, n)
-	pinned := s.pinned(groups, req)
+	pinned := s.pinned(groups, req, a)
 	for gi := range groups {
 		g := &groups[gi]
-		if !anyUsable(g.Decodes, req.Model) || (pinned != nil && !slices.Contains(g.Decodes, pinned)) {
+		if !anyUsable(g.Decodes, a.decode) || (pinned != nil && !slices.Contains(g.Decodes, pinned)) {
 			continue
 		}
 		for _, p := range g.Prefills {
-			if usable(p, req.Model) {
+			if a.prefill(p) {
 				cands = append(cands, p)
 				candGroup = append(candGroup, gi)
 			}
@@ -64,13 +98,13 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	}
 	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
-	i, bP, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	i, bP, ok := s.pick(&s.prefillMu, polP, cands, req)
 	if !ok {
-		return nil, nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
+		return nil, nil, nil, policyFailed(polP, policy.LegPrefill)
 	}
 	prefill = cands[i]
 
-	decodes := usableOf(groups[candGroup[i]].Decodes, req.Model)
+	decodes := usableOf(groups[candGroup[i]].Decodes, a.decode)
 	if len(decodes) == 0 { // every compatible decode went away since the filter above
 		unhold(prefill, bP)
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
@@ -79,10 +113,10 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	if pinned != nil && slices.Contains(decodes, pinned) {
 		decodes = []*worker.Live{pinned}
 	}
-	j, bD, ok := s.pick(&s.decodeMu, s.decodePolicy, decodes, req)
+	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, req)
 	if !ok {
 		unhold(prefill, bP)
-		return nil, nil, nil, policyFailed(s.decodePolicy, policy.LegDecode)
+		return nil, nil, nil, policyFailed(polD, policy.LegDecode)
 	}
 	decode = decodes[j]
 
@@ -94,13 +128,13 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 
 // pinned returns the available decode named by req.PinDecode (serving req.Model and
 // compatible with an available prefill), or nil: a pin that cannot be kept is ignored.
-func (s *Selector) pinned(groups []pairing.Group, req *policy.Request) *worker.Live {
+func (s *Selector) pinned(groups []pairing.Group, req *policy.Request, a avail) *worker.Live {
 	if req.PinDecode == "" {
 		return nil
 	}
 	for gi := range groups {
 		for _, d := range groups[gi].Decodes {
-			if d.URL == req.PinDecode && usable(d, req.Model) && anyUsable(groups[gi].Prefills, req.Model) {
+			if d.URL == req.PinDecode && a.decode(d) && anyUsable(groups[gi].Prefills, a.prefill) {
 				return d
 			}
 		}
@@ -117,7 +151,7 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 	if req == nil {
 		req = &policy.Request{}
 	}
-	cands := usableOf(s.current().mx.Prefills(), req.Model)
+	cands := usableOf(s.current().mx.Prefills(), avail{model: req.Model}.prefill)
 	if len(cands) == 0 {
 		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
@@ -176,13 +210,14 @@ func (h *held) release() {
 
 // noPair classifies a failed selection: which leg has nothing available, or no pair at all.
 func (s *Selector) noPair(sn *snapshot, model string) error {
-	if !anyUsable(sn.mx.Prefills(), model) {
+	a := avail{model: model}
+	if !anyUsable(sn.mx.Prefills(), a.prefill) {
 		return errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
-	if !anyUsable(sn.mx.Decodes(), model) {
+	if !anyUsable(sn.mx.Decodes(), a.decode) {
 		return errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
-	msg := sn.mx.ExplainWhere(func(l *worker.Live) bool { return usable(l, model) })
+	msg := sn.mx.ExplainWhere(a.prefill)
 	s.warnNoPair(sn.version, msg)
 	return pairing.NoCompatiblePairError(msg)
 }
@@ -239,23 +274,19 @@ func preferOthers(ls []*worker.Live, group []int, avoid []string) ([]*worker.Liv
 	return keep, keepGroup
 }
 
-func usable(l *worker.Live, model string) bool {
-	return l != nil && l.Available() && (model == "" || l.ServesModel(model))
-}
-
-func anyUsable(ls []*worker.Live, model string) bool {
+func anyUsable(ls []*worker.Live, ok func(*worker.Live) bool) bool {
 	for _, l := range ls {
-		if usable(l, model) {
+		if ok(l) {
 			return true
 		}
 	}
 	return false
 }
 
-func usableOf(ls []*worker.Live, model string) []*worker.Live {
+func usableOf(ls []*worker.Live, ok func(*worker.Live) bool) []*worker.Live {
 	var out []*worker.Live
 	for _, l := range ls {
-		if usable(l, model) {
+		if ok(l) {
 			out = append(out, l)
 		}
 	}

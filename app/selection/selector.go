@@ -47,6 +47,8 @@ type Selector struct {
 
 	metrics atomic.Pointer[metricsBox]
 
+	panicAt atomic.Int64 // unix ns of the latest panic-mode warning (warnPanic)
+
 	warnMu      sync.Mutex
 	warnVersion uint64
 	warnAt      time.Time

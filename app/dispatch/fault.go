@@ -182,9 +182,10 @@ func kvPeerFault(leg string, w *worker.Live, peerMsg string) *legFault {
 // blameLedger remembers, for one client request, which worker each leg's failures were
 // counted on. A failure with the same code again on the same leg is the request's doing,
 // not the workers': on a second worker of the leg it is a poisoned prompt, not two broken
-// engines; on the same worker (the only one left, or one the retry went back to) it was
-// counted already (a deadline is the exception: tries.hung keeps retries off a silent
-// worker, and a pair's two silences settled at once are both its own). Either way it is not counted again and ends the retries, so one request
+// engines; on the same worker (the only one left, or one the retry went back to), an
+// answer with the same error status code was counted already. (A transport failure or a
+// deadline on the same worker is not a repeat: the prompt cannot cause it, and a pair's two
+// silences settled at once are both its own.) Either way it is not counted again and ends the retries, so one request
 // moves at most one breaker per leg, by one failure.
 type blameLedger struct {
 	prefill, decode *ledgerEntry
@@ -222,8 +223,10 @@ func (l *blameLedger) admit(f *legFault) repeat {
 	case (*slot).code != f.e.Code:
 		return repeatNone
 	case (*slot).worker == f.w.ID:
-		if f.silent() {
-			return repeatNone // a retry never goes back to a silent worker (tries.hung)
+		if f.status == 0 {
+			// A transport failure or a deadline is the worker's on every attempt (and a
+			// retry never goes back to a silent worker: tries.hung).
+			return repeatNone
 		}
 		return repeatSameWorker
 	}

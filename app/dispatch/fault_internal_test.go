@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestBlameLedgerCountsARepeatOnce(t *testing.T) {
 	}
 	silent := func(w *worker.Live) *legFault {
 		f := f500(w)
-		f.cause, f.e = unresponsive("prefill deadline"), &errs.Error{Status: http.StatusGatewayTimeout, Code: "prefill_timeout", Leg: "prefill"}
+		f.status, f.cause, f.e = 0, unresponsive("prefill deadline"), &errs.Error{Status: http.StatusGatewayTimeout, Code: "prefill_timeout", Leg: "prefill"}
 		return f
 	}
 	var l blameLedger
@@ -145,4 +146,12 @@ func TestBlameLedgerCountsARepeatOnce(t *testing.T) {
 	var s blameLedger
 	assert.Equal(t, repeatNone, s.admit(silent(p1)))
 	assert.Equal(t, repeatNone, s.admit(silent(p1)), "two silences of one worker settled together are both its own")
+
+	var r blameLedger
+	refused := func() *legFault {
+		return &legFault{w: p1, cause: errors.New("connection refused"),
+			e: &errs.Error{Status: http.StatusBadGateway, Code: "prefill_request_failed", Leg: "prefill"}}
+	}
+	assert.Equal(t, repeatNone, r.admit(refused()))
+	assert.Equal(t, repeatNone, r.admit(refused()), "a transport failure is the worker's on every attempt")
 }

@@ -57,9 +57,10 @@ func TestFourXXFloodLeavesBreakersClosed(t *testing.T) {
 	assert.Equal(t, sim.HandoffText("still serving", 4), r.Object(t)["text"])
 }
 
-// An open prefill breaker makes the prefill leg unavailable: 503 no_available_workers
-// naming prefill, and no decode-only dispatch. After --cb-timeout-duration-secs the breaker
-// goes half-open and lets requests through; --cb-success-threshold successes close it.
+// An open breaker on the only prefill puts the prefill leg in panic mode: requests still
+// go to it (its answers, while open, do not move the breaker), and never as a decode-only
+// dispatch. After --cb-timeout-duration-secs the breaker goes half-open;
+// --cb-success-threshold successes close it.
 func TestOpenPrefillBreaker(t *testing.T) {
 	t.Parallel()
 	f := sglang(t, 1, 1, func(c *config.Config) {
@@ -79,15 +80,19 @@ func TestOpenPrefillBreaker(t *testing.T) {
 
 	p0, d0 := pre.Stats().Requests, dec.Stats().Requests
 	r := g.Post(t, "/generate", generate("breaker open", 4, false), nil)
-	msg := requireError(t, r, http.StatusServiceUnavailable, "no_available_workers")
-	assert.Contains(t, msg, "prefill")
-	assert.NotContains(t, msg, "decode")
-	assert.Equal(t, p0, pre.Stats().Requests)
-	assert.Equal(t, d0, dec.Stats().Requests, "never a decode-only dispatch")
+	require.Equal(t, http.StatusOK, r.Status, "panic mode: %s", r.Body)
+	assert.Equal(t, p0+1, pre.Stats().Requests)
+	assert.Equal(t, d0+1, dec.Stats().Requests, "never a decode-only dispatch")
+	state, _, _ = cb(t, g, pre.URL())
+	require.Equal(t, float64(1), state, "still open")
 
-	// Half-open after the open timeout: requests flow again.
+	// Half-open after the open timeout: the first success there counts.
 	require.Eventually(t, func() bool {
-		return g.Post(t, "/generate", generate("probe", 4, false), nil).Status == http.StatusOK
+		if g.Post(t, "/generate", generate("probe", 4, false), nil).Status != http.StatusOK {
+			return false
+		}
+		s, _, _ := cb(t, g, pre.URL())
+		return s == 2
 	}, bound, 50*time.Millisecond, "the breaker lets a request through after its timeout")
 	state, _, _ = cb(t, g, pre.URL())
 	assert.Equal(t, float64(2), state, "half_open after one success (--cb-success-threshold 2)")
@@ -105,24 +110,28 @@ func TestOpenPrefillBreaker(t *testing.T) {
 }
 
 // Sequential dispatch (vLLM): a prefill that fails never reaches the decode worker, so its
-// failures charge only the prefill's breaker; once that opens, the prefill leg has no
-// worker and the decode is still never contacted.
+// failures charge only the prefill's breaker, once per request (the retry on the same
+// prefill failed the same way); once that opens, the lone prefill is in panic mode: its
+// errors are the answer, and the decode is still never contacted.
 func TestSequentialPrefillFailuresSpareTheDecodeBreaker(t *testing.T) {
 	t.Parallel()
-	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1})
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 1,
+		Gateway: func(c *config.Config) { c.CBFailureThreshold = 2 }})
 	g, pre, dec := f.Gateway, f.Prefills[0], f.Decodes[0]
-	for range 2 { // 2 × 5 attempts = --cb-failure-threshold 10
+	for range 2 { // 2 requests × 1 counted failure = --cb-failure-threshold 2
 		r := g.Post(t, "/v1/chat/completions", chat("prefill 502", 4, false, "prefill:status:502"), nil)
 		assert.Less(t, r.Elapsed, bound, "hang guard")
 		assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_upstream_error"), "injected status 502")
 	}
 	state, ok, fail := cb(t, g, pre.URL())
-	assert.Equal(t, []float64{1, 0, 10}, []float64{state, ok, fail})
+	assert.Equal(t, []float64{1, 0, 2}, []float64{state, ok, fail})
+	assert.Equal(t, int64(4), pre.Stats().Requests, "two attempts per request: the repeat ends it")
 	state, ok, fail = cb(t, g, dec.URL())
 	assert.Equal(t, []float64{0, 0, 0}, []float64{state, ok, fail}, "the decode's breaker was never touched")
 	assert.Zero(t, dec.Stats().Requests)
 
-	r := g.Post(t, "/v1/chat/completions", chat("prefill breaker open", 4, false), nil)
-	assert.Contains(t, requireError(t, r, http.StatusServiceUnavailable, "no_available_workers"), "prefill")
+	r := g.Post(t, "/v1/chat/completions", chat("prefill breaker open", 4, false, "prefill:status:502"), nil)
+	assert.Contains(t, requireError(t, r, http.StatusBadGateway, "prefill_upstream_error"), "injected status 502")
+	assert.Equal(t, int64(6), pre.Stats().Requests, "panic mode: the open-breaker prefill answers")
 	assert.Zero(t, dec.Stats().Requests, "no decode-only dispatch")
 }

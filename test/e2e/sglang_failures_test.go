@@ -92,9 +92,10 @@ func TestSGLangPrefill500AbortsTheDecode(t *testing.T) {
 	}
 }
 
-// With the default retry settings a prefill 500 is retried on a fresh pair
-// (--retry-max-retries 5 attempts) and then answered; every decode leg that reached its
-// engine is aborted, none waits out its handoff timeout.
+// With the default retry settings a prefill 500 is retried on a fresh pair; the only
+// prefill fails the same way again, which makes it the request's failure (counted once,
+// not retried further), and the 500 is answered; every decode leg that reached its engine
+// is aborted, none waits out its handoff timeout.
 func TestSGLangPrefill500IsRetriedThenAnswered(t *testing.T) {
 	t.Parallel()
 	f := sglangFleet(t, 1, 1)
@@ -105,15 +106,18 @@ func TestSGLangPrefill500IsRetriedThenAnswered(t *testing.T) {
 	assertPrefill500(t, r)
 	settled(t, f.Decodes[0], func(st sim.Stats) bool { return st.Requests == st.Aborted })
 	p, d := f.Prefills[0].Stats(), f.Decodes[0].Stats()
-	assert.Equal(t, int64(f.Gateway.Config.RetryMaxRetries), p.Errors, "one prefill 500 per attempt")
+	assert.Equal(t, int64(2), p.Errors, "one prefill 500 per attempt, two attempts")
 	assert.Zero(t, d.HandoffsReceived+d.UnmatchedRooms)
 	m := f.Gateway.Metrics(t)
 	for _, leg := range []string{"prefill", "decode"} {
-		assert.Equal(t, float64(f.Gateway.Config.RetryMaxRetries-1),
+		assert.Equal(t, 1.0,
 			m.Sum("smg_worker_retries_total", "worker_type", leg, "endpoint", "generate"), "every retry re-selects both legs")
-		assert.Equal(t, 1.0, m.Sum("smg_worker_retries_exhausted_total", "worker_type", leg, "endpoint", "generate"))
+		assert.Zero(t, m.Sum("smg_worker_retries_exhausted_total", "worker_type", leg, "endpoint", "generate"), "ended by the repeat, not exhausted")
 	}
-	assert.Equal(t, float64(f.Gateway.Config.RetryMaxRetries-1), m.Sum("smg_worker_retry_backoff_seconds_count"))
+	assert.Equal(t, 1.0, m.Sum("smg_worker_retry_backoff_seconds_count"))
+	state := m.Find("smg_worker_cb_state", "worker", f.Prefills[0].URL())
+	require.Len(t, state, 1)
+	assert.Zero(t, state[0].Value, "the prefill's breaker stays closed")
 }
 
 // settled waits (hang guard 5 s) until s runs nothing and cond holds on its counters. A leg

@@ -25,9 +25,9 @@ func (c *Checker) SetGRPC(e ports.GRPCEngines) {
 // HealthCheck bounded by the worker's probe timeout. After a successful probe, a prefill or
 // decode with a kv_connector re-reads its KV engine id before the result is applied (so
 // before it is promoted), depending on the status the worker had when the probe was
-// launched (grpc.md §1.10): failed or not_ready always (the engine may be a new process),
-// pending only without an id yet, ready only while the last read is unconfirmed, draining
-// never.
+// launched (grpc.md §1.10): failed, not_ready and ready always (the engine may be a new
+// process: a vLLM restarted on its URL within one interval gets a new engine id and still
+// probes healthy), pending only without an id yet, draining never.
 func (c *Checker) probeGRPC(ctx context.Context, e ports.GRPCEngines, w *worker.Live) error {
 	launched := w.Status()
 	timeout := c.timeout(w)
@@ -49,12 +49,10 @@ func refreshWanted(w *worker.Live, launched worker.Status) bool {
 		return false
 	}
 	switch launched {
-	case worker.StatusFailed, worker.StatusNotReady:
+	case worker.StatusFailed, worker.StatusNotReady, worker.StatusReady:
 		return true
 	case worker.StatusPending:
 		return w.EngineID() == ""
-	case worker.StatusReady:
-		return !w.EngineIDConfirmed()
 	}
 	return false
 }

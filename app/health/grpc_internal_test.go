@@ -34,7 +34,7 @@ func TestRefreshWantedRules(t *testing.T) {
 		{"failed always", mk(grpcPrefill, true), worker.StatusFailed, true},
 		{"pending with an id: no", mk(grpcPrefill, false), worker.StatusPending, false},
 		{"pending without an id: yes", mk(noID, false), worker.StatusPending, true},
-		{"ready confirmed: no", mk(grpcPrefill, true), worker.StatusReady, false},
+		{"ready confirmed: yes, on every interval (a restart keeps it healthy)", mk(grpcPrefill, true), worker.StatusReady, true},
 		{"ready unconfirmed: yes", mk(grpcPrefill, false), worker.StatusReady, true},
 		{"draining never", mk(grpcPrefill, false), worker.StatusDraining, false},
 		{"HTTP never", mk(httpW, false), worker.StatusNotReady, false},

@@ -84,7 +84,7 @@ func Module() fx.Option {
 		if err != nil {
 			return nil, err
 		}
-		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
+		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, EngineIDs: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
 			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log}
 		if in.Config.EPDDisaggregation {
 			picker, err := NewStoreEncodePicker(in.Store, in.Config.EncodePolicy, in.Config.PolicyOptions())

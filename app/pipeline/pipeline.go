@@ -53,6 +53,9 @@ type Deps struct {
 	// (EPD mode only; nil outside it).
 	Encoder  ports.GRPCEncoder
 	Encoders EncodePicker
+	// EngineIDs re-reads a prefill's KV engine id when a decode refuses it as stale;
+	// nil: the id is only marked for the next health probe to re-read.
+	EngineIDs EngineIDReader
 }
 
 // Pipeline serves gRPC PD attempts. Safe for concurrent use; Close waits for the legs it
@@ -71,6 +74,7 @@ type Pipeline struct {
 	media        *mediaPrep
 	encoder      ports.GRPCEncoder
 	encoders     EncodePicker
+	engineIDs    EngineIDReader
 
 	bg        sync.WaitGroup
 	closing   chan struct{}
@@ -92,7 +96,7 @@ func New(d Deps) *Pipeline {
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
 		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media),
-		encoder: d.Encoder, encoders: d.Encoders, closing: make(chan struct{})}
+		encoder: d.Encoder, encoders: d.Encoders, engineIDs: d.EngineIDs, closing: make(chan struct{})}
 }
 
 // Close sends the deferred decode aborts now and waits (until ctx ends) for every leg

@@ -182,7 +182,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	prefilledAt := time.Now()
 	dst, err := pl.gen.Generate(legCtx, dec)
 	if err != nil {
-		fail(kvLoadFault(pl.legFault(gctx, "decode", dec, err, false), handed, false, p, &prefillOK, answered))
+		fail(pl.decodeFault(gctx, dec, err, false, handed, p, &prefillOK, answered))
 		return
 	}
 	if o, ok := pl.metrics.(kvTransferObserver); ok {
@@ -207,7 +207,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				return
 			case it.err != nil:
 				if !completed {
-					fail(kvLoadFault(pl.legFault(gctx, "decode", dec, it.err, first), handed, first, p, &prefillOK, answered))
+					fail(pl.decodeFault(gctx, dec, it.err, first, handed, p, &prefillOK, answered))
 				}
 				close(stop)
 				dst.Close()

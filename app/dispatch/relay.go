@@ -86,6 +86,10 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 		if ferr == nil && handoff.EngineErrorCode(guard.FirstOutput) == http.StatusInternalServerError {
 			first := guard.FirstOutput
 			return false, d.attemptError(o.reqCtx, o, func() *legFault {
+				if sf := staleEngineIDFault(o.prefill, o.decode, http.StatusInternalServerError, first); sf != nil {
+					o.takeHeld() // the prefill's answer handed off under a stale id: no success
+					return sf
+				}
 				return kvLoadFault(&legFault{w: o.decode, status: http.StatusInternalServerError,
 					e: decodeError(http.StatusInternalServerError, first)}, o.prefill, o.takeHeld())
 			})

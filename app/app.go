@@ -75,7 +75,10 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		health.Module(),
 		// The registry owns a new HTTP worker's activation (probe, detection, swap): the
 		// health checker must not make it ready first.
-		fx.Invoke(func(c *health.Checker, r *registry.Service) { c.HoldPending(r.Activating) }),
+		fx.Invoke(func(c *health.Checker, r *registry.Service) {
+			c.HoldPending(r.Activating)
+			c.SetFactsRefresher(r.RefreshFacts)
+		}),
 		api.Module(),
 		fx.Provide(func(c config.Config) api.Options {
 			return api.Options{Host: c.Host, AdminAPIKey: c.AdminAPIKey, APIKey: c.APIKey,

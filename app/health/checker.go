@@ -45,8 +45,9 @@ type Checker struct {
 	loops   map[*worker.Live]context.CancelFunc
 	wg      sync.WaitGroup
 
-	hold atomic.Pointer[func(*worker.Live) bool]
-	grpc atomic.Pointer[grpcBox] // probes grpc:// workers (SetGRPC)
+	hold  atomic.Pointer[func(*worker.Live) bool]
+	grpc  atomic.Pointer[grpcBox]        // probes grpc:// workers (SetGRPC)
+	facts atomic.Pointer[FactsRefresher] // re-reads a gRPC worker's facts (SetFactsRefresher)
 }
 
 // HoldPending installs a gate that keeps a pending worker pending even after

@@ -10,6 +10,21 @@ import (
 
 type grpcBox struct{ e ports.GRPCEngines }
 
+// FactsRefresher re-reads a gRPC worker's server and model info and applies what changed
+// (registry.Service.RefreshFacts), bounded by ctx.
+type FactsRefresher func(ctx context.Context, w *worker.Live)
+
+// SetFactsRefresher installs the refresher a successful gRPC probe of a ready, not_ready or
+// failed worker calls (before the result is applied) instead of re-reading the KV engine id
+// alone; nil removes it. Call it before Start.
+func (c *Checker) SetFactsRefresher(f FactsRefresher) {
+	if f == nil {
+		c.facts.Store(nil)
+		return
+	}
+	c.facts.Store(&f)
+}
+
 // SetGRPC installs the gRPC engine client that probes grpc:// and grpcs:// workers with
 // their runtime's HealthCheck RPC (nil = such workers fail every probe, as before). Call it
 // before Start.
@@ -36,6 +51,14 @@ func (c *Checker) probeGRPC(ctx context.Context, e ports.GRPCEngines, w *worker.
 	cancel()
 	if err != nil {
 		return err
+	}
+	if f := c.facts.Load(); f != nil {
+		if launched == worker.StatusReady || launched == worker.StatusNotReady || launched == worker.StatusFailed {
+			rctx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
+			(*f)(rctx, w)
+			cancel()
+			return nil
+		}
 	}
 	if refreshWanted(w, launched) {
 		c.refreshEngineID(ctx, e, w, max(timeout, time.Second))

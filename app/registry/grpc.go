@@ -99,6 +99,7 @@ func (s *Service) activateGRPC(ctx context.Context, l *worker.Live, healthOff bo
 		s.store.SetStatus(l, worker.StatusFailed)
 		return
 	}
+	s.detected.put(l.ID, info)
 	s.swapIn(l, detected, info.KVEngineID != "" && detected.KVEngineID == info.KVEngineID)
 }
 
@@ -140,6 +141,7 @@ func applyGRPCInfo(w worker.Worker, info ports.GRPCWorkerInfo) worker.Worker {
 // forget drops the gRPC channel of a removed worker.
 func (s *Service) forget(l *worker.Live) {
 	if s.grpc != nil && l.Mode == worker.ConnGRPC {
+		s.detected.drop(l.ID)
 		s.grpc.Forget(l.URL)
 	}
 }

@@ -70,6 +70,9 @@ type Service struct {
 	// private holds the ids of workers this replica keeps out of a shared fleet
 	// (discovery's); guarded by mu.
 	private map[string]bool
+	// detected is what each gRPC worker reported at activation or its last refresh
+	// (RefreshFacts).
+	detected detectedFacts
 }
 
 // New builds a Service. client nil = a private client; logger nil = slog.Default().

@@ -64,3 +64,44 @@ func TestRestartedMooncakePrefillWithANewEngineID(t *testing.T) {
 	assert.Zero(t, m.Sum("smg_worker_cb_outcomes_total", "worker", d.URL(), "outcome", "failure"), "the decode was never charged")
 	assert.Empty(t, m.Find("smg_worker_cb_transitions_total", "worker", d.URL()), "the decode's breaker did not move")
 }
+
+// A gRPC decode restarted on its URL with another context length: the health probe
+// re-reads its server and model info, /workers shows the new max_context_length within a
+// few health intervals (250 ms here), and the replaced worker serves.
+func TestRestartedDecodeWithNewModelFacts(t *testing.T) {
+	t.Parallel()
+	g, _, d := pdFleet(t, grpcsim.EngineVLLM, func(role string, c *grpcsim.Config) {
+		c.KVConnector = grpcsim.ConnectorNixl
+		c.MaxModelLen = 4096
+	}, nil)
+	view := func() workerView {
+		var l struct {
+			Workers []workerView `json:"workers"`
+		}
+		require.NoError(t, json.Unmarshal(g.Get(t, "/workers").Body, &l))
+		for _, w := range l.Workers {
+			if w.URL == d.URL() {
+				return w
+			}
+		}
+		return workerView{}
+	}
+	require.Equal(t, "4096", view().Labels["max_context_length"])
+
+	dc := d.Config()
+	dc.Port, dc.MaxModelLen = d.Port(), 8192
+	require.NoError(t, d.Close())
+	sims(t, dc)
+	require.Eventually(t, func() bool { return view().Labels["max_context_length"] == "8192" }, fleet.ReadyTimeout, 20*time.Millisecond,
+		"/workers shows the new context length")
+	var ready bool
+	require.Eventually(t, func() bool {
+		for _, w := range g.Workers(t) {
+			ready = ready || w.URL == d.URL() && w.Status == "ready"
+		}
+		return ready
+	}, fleet.ReadyTimeout, 20*time.Millisecond)
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel,
+		"messages": []map[string]string{{"role": "user", "content": "after the decode restart"}}, "max_tokens": 4}, nil)
+	assert.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+}

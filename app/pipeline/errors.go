@@ -59,6 +59,9 @@ func (pl *Pipeline) legFault(ctx context.Context, leg string, l ports.GRPCLeg, e
 		return &fault{err: &errs.Error{Status: st, Code: code, Leg: leg, Retryable: false,
 			Message: leg + " worker " + l.Worker.ID + " refused the request: " + msg}}
 	}
+	if modelNotFound(st, msg) {
+		pl.refreshFactsLater(l.Worker) // the worker's model list may be stale
+	}
 	retry := retryableStatus(st)
 	if s, ok := status.FromError(err); ok && s.Code() == codes.Unavailable && strings.HasPrefix(s.Message(), "sidecar_timeout") {
 		retry = false

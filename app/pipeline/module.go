@@ -12,7 +12,9 @@ import (
 	"github.com/smg-go/smg/app/admission"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -57,6 +59,7 @@ type moduleIn struct {
 	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger             `optional:"true"`
 	Store     ports.WorkerStore
+	Workers   *registry.Service `optional:"true"`
 }
 
 // LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
@@ -84,7 +87,7 @@ func Module() fx.Option {
 		if err != nil {
 			return nil, err
 		}
-		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, EngineIDs: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
+		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, EngineIDs: in.Pool, Facts: factsOf(in.Workers), Admission: in.Admission, Metrics: in.Metrics,
 			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log}
 		if in.Config.EPDDisaggregation {
 			picker, err := NewStoreEncodePicker(in.Store, in.Config.EncodePolicy, in.Config.PolicyOptions())
@@ -98,4 +101,12 @@ func Module() fx.Option {
 		in.LC.Append(fx.Hook{OnStop: pl.Close})
 		return pl, nil
 	}))
+}
+
+// factsOf is r's facts refresher, nil without a registry.
+func factsOf(r *registry.Service) func(context.Context, *worker.Live) {
+	if r == nil {
+		return nil
+	}
+	return r.RefreshFacts
 }

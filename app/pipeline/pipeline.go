@@ -56,6 +56,10 @@ type Deps struct {
 	// EngineIDs re-reads a prefill's KV engine id when a decode refuses it as stale;
 	// nil: the id is only marked for the next health probe to re-read.
 	EngineIDs EngineIDReader
+	// Facts re-reads a worker's server and model info and applies what changed
+	// (registry.Service.RefreshFacts): after a leg failed naming a stale fact (a stale
+	// engine id, a model not found). nil: EngineIDs only.
+	Facts func(ctx context.Context, w *worker.Live)
 }
 
 // Pipeline serves gRPC PD attempts. Safe for concurrent use; Close waits for the legs it
@@ -75,6 +79,8 @@ type Pipeline struct {
 	encoder      ports.GRPCEncoder
 	encoders     EncodePicker
 	engineIDs    EngineIDReader
+	facts        func(ctx context.Context, w *worker.Live)
+	refreshing   sync.Map // worker id -> struct{}: a facts refresh in flight (refreshFactsLater)
 
 	bg        sync.WaitGroup
 	closing   chan struct{}
@@ -96,7 +102,7 @@ func New(d Deps) *Pipeline {
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
 		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media),
-		encoder: d.Encoder, encoders: d.Encoders, engineIDs: d.EngineIDs, closing: make(chan struct{})}
+		encoder: d.Encoder, encoders: d.Encoders, engineIDs: d.EngineIDs, facts: d.Facts, closing: make(chan struct{})}
 }
 
 // Close sends the deferred decode aborts now and waits (until ctx ends) for every leg

@@ -58,6 +58,12 @@ func (pl *Pipeline) decodeFault(ctx context.Context, dec ports.GRPCLeg, err erro
 // applies a changed one, logged at INFO with the old and new values; a failed read leaves
 // it unconfirmed, so the next health probe reads it again.
 func (pl *Pipeline) refreshEngineID(ctx context.Context, p *worker.Live) {
+	if pl.facts != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineIDReadTimeout)
+		defer cancel()
+		pl.facts(rctx, p)
+		return
+	}
 	if pl.engineIDs == nil {
 		p.SetEngineIDConfirmed(false)
 		return
@@ -78,4 +84,36 @@ func (pl *Pipeline) refreshEngineID(ctx context.Context, p *worker.Live) {
 			pl.log.InfoContext(ctx, "KV engine id changed", "worker", p.DisplayURL(), "worker_id", p.ID, "from", old, "to", id)
 		}
 	}
+}
+
+// modelNotFound reports whether a leg's error is the engine saying it does not serve the
+// requested model (404 / NOT_FOUND naming a model): the worker's model list is stale.
+func modelNotFound(status int, msg string) bool {
+	return status == http.StatusNotFound && strings.Contains(strings.ToLower(msg), "model")
+}
+
+// refreshFactsLater re-reads w's server and model info in the background (bounded by
+// engineIDReadTimeout), at most one refresh per worker at a time; the failing request is
+// not held up by it. A no-op without a facts refresher or once the pipeline is closing.
+func (pl *Pipeline) refreshFactsLater(w *worker.Live) {
+	if pl.facts == nil || w == nil {
+		return
+	}
+	if _, busy := pl.refreshing.LoadOrStore(w.ID, struct{}{}); busy {
+		return
+	}
+	select {
+	case <-pl.closing:
+		pl.refreshing.Delete(w.ID)
+		return
+	default:
+	}
+	pl.bg.Add(1)
+	go func() {
+		defer pl.bg.Done()
+		defer pl.refreshing.Delete(w.ID)
+		ctx, cancel := context.WithTimeout(context.Background(), engineIDReadTimeout)
+		defer cancel()
+		pl.facts(ctx, w)
+	}()
 }

@@ -37,7 +37,9 @@ func (c *Checker) SetGRPC(e ports.GRPCEngines) {
 }
 
 // probeGRPC is one gRPC health probe under the same state machine as HTTP: the runtime's
-// HealthCheck bounded by the worker's probe timeout. After a successful probe, a prefill or
+// HealthCheck bounded by the worker's probe timeout. After a successful probe of a worker
+// launched ready, not_ready or failed, the facts refresher (SetFactsRefresher), when one is
+// installed, re-reads its server and model info before the result is applied. Without one, a prefill or
 // decode with a kv_connector re-reads its KV engine id before the result is applied (so
 // before it is promoted), depending on the status the worker had when the probe was
 // launched (grpc.md §1.10): failed, not_ready and ready always (the engine may be a new

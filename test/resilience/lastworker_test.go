@@ -70,3 +70,30 @@ func TestPanicModeSkipsAnUnhealthyWorker(t *testing.T) {
 	state, _, _ := cb(t, g, dec.URL())
 	assert.Equal(t, float64(1), state, "its breaker is open too: only its health keeps it out")
 }
+
+// A pool whose only decode's breaker is open still serves: the decode leg is in panic mode
+// (a ready decode, only gated), so healthy requests get 200 from it instead of 503
+// no_available_workers, and its breaker stays open (answers while open do not move it).
+func TestOnlyDecodeWithOpenBreakerStillServes(t *testing.T) {
+	t.Parallel()
+	f := sglang(t, 1, 1, func(c *config.Config) { c.CBFailureThreshold = 1; c.DisableRetries = true })
+	g, pre, dec := f.Gateway, f.Prefills[0], f.Decodes[0]
+	r := g.Post(t, "/generate", generate("decode fails", 4, false, "decode:status:500"), nil)
+	assert.Less(t, r.Elapsed, bound, "hang guard")
+	requireError(t, r, http.StatusInternalServerError, "decode_internal_error")
+	waitIdle(t, f.Sims()...)
+	state, _, fail := cb(t, g, dec.URL())
+	require.Equal(t, []float64{1, 1}, []float64{state, fail}, "the decode's breaker opened (threshold 1)")
+
+	d0 := dec.Stats().Requests
+	for i := range 3 {
+		r := g.Post(t, "/generate", generate("healthy", 4, false), nil)
+		require.Equal(t, http.StatusOK, r.Status, "request %d: %s", i, r.Body)
+		assert.Equal(t, sim.HandoffText("healthy", 4), r.Object(t)["text"])
+	}
+	assert.Equal(t, d0+3, dec.Stats().Requests, "served by the open-breaker decode")
+	state, _, _ = cb(t, g, dec.URL())
+	assert.Equal(t, float64(1), state, "still open")
+	pstate, _, pfail := cb(t, g, pre.URL())
+	assert.Equal(t, []float64{0, 0}, []float64{pstate, pfail}, "the prefill's breaker did not move")
+}

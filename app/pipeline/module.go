@@ -12,6 +12,7 @@ import (
 	"github.com/smg-go/smg/app/admission"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/app/watchdog"
 	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/ports"
 )
@@ -57,6 +58,7 @@ type moduleIn struct {
 	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger             `optional:"true"`
 	Store     ports.WorkerStore
+	Watchdog  *watchdog.Watchdog `optional:"true"`
 }
 
 // LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
@@ -84,7 +86,7 @@ func Module() fx.Option {
 		if err != nil {
 			return nil, err
 		}
-		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, Admission: in.Admission, Metrics: in.Metrics,
+		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Watchdog.WrapGenerator(in.Pool), Admission: in.Admission, Metrics: in.Metrics,
 			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log}
 		if in.Config.EPDDisaggregation {
 			picker, err := NewStoreEncodePicker(in.Store, in.Config.EncodePolicy, in.Config.PolicyOptions())

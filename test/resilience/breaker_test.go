@@ -59,7 +59,8 @@ func TestFourXXFloodLeavesBreakersClosed(t *testing.T) {
 
 // An open prefill breaker makes the prefill leg unavailable: 503 no_available_workers
 // naming prefill, and no decode-only dispatch. After --cb-timeout-duration-secs the breaker
-// goes half-open and lets requests through; --cb-success-threshold successes close it.
+// goes half-open and is probed by canaries only; --cb-success-threshold passing canaries
+// close it.
 func TestOpenPrefillBreaker(t *testing.T) {
 	t.Parallel()
 	f := sglang(t, 1, 1, func(c *config.Config) {
@@ -85,16 +86,17 @@ func TestOpenPrefillBreaker(t *testing.T) {
 	assert.Equal(t, p0, pre.Stats().Requests)
 	assert.Equal(t, d0, dec.Stats().Requests, "never a decode-only dispatch")
 
-	// Half-open after the open timeout: requests flow again.
+	// After the open timeout the gateway's canaries, never a client's request, probe it:
+	// --cb-success-threshold passing canaries close it, and requests flow again.
 	require.Eventually(t, func() bool {
-		return g.Post(t, "/generate", generate("probe", 4, false), nil).Status == http.StatusOK
-	}, bound, 50*time.Millisecond, "the breaker lets a request through after its timeout")
-	state, _, _ = cb(t, g, pre.URL())
-	assert.Equal(t, float64(2), state, "half_open after one success (--cb-success-threshold 2)")
-	r = g.Post(t, "/generate", generate("second probe", 4, false), nil)
+		state, _, _ := cb(t, g, pre.URL())
+		return state == 0
+	}, bound, 50*time.Millisecond, "two passing canaries close the breaker after its timeout")
+	assert.Equal(t, int64(2), pre.Stats().CanaryRequests, "the half-open probes were canaries")
+	assert.Equal(t, p0+2, pre.Stats().Requests, "no client request reached it while half-open")
+	r = g.Post(t, "/generate", generate("closed again", 4, false), nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	state, _, _ = cb(t, g, pre.URL())
-	assert.Equal(t, float64(0), state, "closed again")
+	assert.Zero(t, dec.Stats().CanaryRequests, "the healthy decode got no canary")
 
 	m := g.Metrics(t)
 	tr := func(from, to string) float64 {

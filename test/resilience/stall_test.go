@@ -29,13 +29,14 @@ func stallBody(client, i int) []byte {
 }
 
 // One decode of two wedges (its /health stays OK) under 16 streaming clients with a shared
-// prefix and cache_aware policies, on the default watchdog settings (stall floor 5 s,
-// canary deadline 5 s; the 60 s run is 12 s here). The requests it stranded are
-// cut and retried on the healthy decode within the stall bound plus the canary deadline
-// (well under 15 s; none near 45 s), at least 90 % of all requests take under twice the
-// healthy median, the healthy decode serves the rest, the hung decode's breaker opened
-// after a failed canary (its canary_requests counter), every leg that reached it was
-// aborted, and no healthy worker's breaker moved.
+// prefix and cache_aware policies. The 60 s run is 15 s here, so the detection is
+// shortened to keep the stranded requests under 10 % of the run: --stall-floor-secs 1 and
+// --canary-timeout-secs 2 (on the defaults, 5 s and 5 s, a stranded request took 11 s).
+// The requests it stranded are cut and retried on the healthy decode within the stall
+// bound plus the canary deadline (under 15 s; none near 45 s), at least 90 % of all
+// requests take under twice the healthy median, the healthy decode serves the rest, the
+// hung decode's breaker opened after a failed canary (its canary_requests counter), every
+// leg that reached it was aborted, and no healthy worker's breaker moved.
 func TestHungDecodeFoundByWatchdog(t *testing.T) {
 	t.Parallel()
 	for _, engine := range []string{sim.EngineVLLM, sim.EngineSGLang} {
@@ -44,8 +45,9 @@ func TestHungDecodeFoundByWatchdog(t *testing.T) {
 			f := fleet.Start(t, fleet.Spec{Engine: engine, Prefills: 2, Decodes: 2,
 				Gateway: func(g *config.Config) {
 					g.Policy, g.PrefillPolicy, g.DecodePolicy = "cache_aware", "cache_aware", "cache_aware"
+					g.StallFloor, g.CanaryTimeout = time.Second, 2*time.Second
 				},
-				Sim: func(_ string, _ int, c *sim.Config) { c.ITL = 20 * time.Millisecond }})
+				Sim: func(_ string, _ int, c *sim.Config) { c.ITL = 50 * time.Millisecond }})
 			hungDecodeRun(t, f)
 		})
 	}
@@ -69,7 +71,7 @@ func hungDecodeRun(t *testing.T, f *fleet.Fleet) {
 
 	type result struct{ shots []fleet.Shot }
 	done := make(chan result, 1)
-	go func() { done <- result{f.Gateway.Load(ctx, 16, 12*time.Second, path, stallBody)} }()
+	go func() { done <- result{f.Gateway.Load(ctx, 16, 15*time.Second, path, stallBody)} }()
 	time.Sleep(time.Second)
 	hung.Reset()
 	require.NoError(t, hung.SetFault(sim.FaultHang))

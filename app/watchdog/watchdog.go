@@ -132,7 +132,9 @@ func (w *Watchdog) Run(ctx context.Context) {
 // own goroutines; Check does not wait for them.
 func (w *Watchdog) Check(ctx context.Context) {
 	now := w.now()
-	for _, l := range w.store.List() {
+	list := w.store.List()
+	w.forgetRemoved(list)
+	for _, l := range list {
 		if l.Role == worker.RoleEncode {
 			continue
 		}
@@ -160,6 +162,22 @@ func (w *Watchdog) Check(ctx context.Context) {
 				"worker", l.DisplayURL(), "worker_id", l.ID, "role", string(l.Role), "stall_bound", s.tr.Bound().String(),
 				"legs_in_flight", s.tr.InFlight())
 			w.probe(ctx, l, func(pass bool) { w.verdict(l, s, pass) })
+		}
+	}
+}
+
+// forgetRemoved drops the records of workers no longer registered once their last leg
+// ended (a worker re-registered later starts afresh).
+func (w *Watchdog) forgetRemoved(list []*worker.Live) {
+	ids := make(map[string]bool, len(list))
+	for _, l := range list {
+		ids[l.ID] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, s := range w.workers {
+		if !ids[id] && s.tr.InFlight() == 0 && !s.probing.Load() {
+			delete(w.workers, id)
 		}
 	}
 }

@@ -66,7 +66,7 @@ func (c *counters) snapshot() Stats {
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
 		DPRankRequests: c.dpSnapshot(), CanaryRequests: c.canary.Load(),
-		MM:             c.mm.snapshot(),
+		MM: c.mm.snapshot(),
 	}
 }
 

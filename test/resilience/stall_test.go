@@ -48,12 +48,30 @@ func TestHungDecodeFoundByWatchdog(t *testing.T) {
 					g.StallFloor, g.CanaryTimeout = time.Second, 2*time.Second
 				},
 				Sim: func(_ string, _ int, c *sim.Config) { c.ITL = 50 * time.Millisecond }})
-			hungDecodeRun(t, f)
+			hungDecodeRun(t, f, false)
 		})
 	}
 }
 
-func hungDecodeRun(t *testing.T, f *fleet.Fleet) {
+// On the default watchdog settings (stall floor 5 s, ceiling 30 s, canary deadline 5 s) the
+// same wedge: only the requests in flight when it hung (one per client) wait longer than
+// 15 s, none longer than 45 s, and the canary, not a client, confirms it. (The 90 % share
+// needs the issue's 60 s run on these settings; the run above checks it with a shorter
+// detection.)
+func TestHungDecodeFoundByWatchdogOnDefaults(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 2, Decodes: 2,
+		Gateway: func(g *config.Config) {
+			g.Policy, g.PrefillPolicy, g.DecodePolicy = "cache_aware", "cache_aware", "cache_aware"
+		},
+		Sim: func(_ string, _ int, c *sim.Config) { c.ITL = 50 * time.Millisecond }})
+	hungDecodeRun(t, f, true)
+}
+
+// hungDecodeRun warms the fleet up, wedges the decode cache_aware chose one second into a
+// 15 s run (6 s on defaults: the run ends when its stranded requests are answered) and
+// checks the outcome.
+func hungDecodeRun(t *testing.T, f *fleet.Fleet, defaults bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const path = "/v1/chat/completions"
@@ -71,7 +89,11 @@ func hungDecodeRun(t *testing.T, f *fleet.Fleet) {
 
 	type result struct{ shots []fleet.Shot }
 	done := make(chan result, 1)
-	go func() { done <- result{f.Gateway.Load(ctx, 16, 15*time.Second, path, stallBody)} }()
+	run := 15 * time.Second
+	if defaults {
+		run = 6 * time.Second
+	}
+	go func() { done <- result{f.Gateway.Load(ctx, 16, run, path, stallBody)} }()
 	time.Sleep(time.Second)
 	hung.Reset()
 	require.NoError(t, hung.SetFault(sim.FaultHang))
@@ -79,7 +101,7 @@ func hungDecodeRun(t *testing.T, f *fleet.Fleet) {
 	shots := (<-done).shots
 	hung.ClearFaults()
 
-	fast, worst := 0, time.Duration(0)
+	fast, slow, worst := 0, 0, time.Duration(0)
 	for i, s := range shots {
 		require.Equal(t, http.StatusOK, s.Status, "request %d (started %v after the hang): %v %s", i, s.Start.Sub(hungAt).Round(time.Millisecond), s.Err, s.Body)
 		assert.NotContains(t, string(s.Body), `"error"`, "request %d: a clean stream", i)
@@ -87,11 +109,18 @@ func hungDecodeRun(t *testing.T, f *fleet.Fleet) {
 		if s.Elapsed < 2*healthy {
 			fast++
 		}
+		if s.Elapsed > 15*time.Second {
+			slow++
+		}
 		worst = max(worst, s.Elapsed)
 	}
-	t.Logf("%d requests, healthy median %v, %d under 2× it, worst %v", len(shots), healthy, fast, worst)
-	assert.Less(t, worst, 15*time.Second, "a stranded request is retried within the stall bound and the canary deadline")
-	assert.GreaterOrEqual(t, float64(fast), 0.9*float64(len(shots)), "at least 90 %% of requests under 2× the healthy median")
+	t.Logf("%d requests, healthy median %v, %d under 2× it, %d over 15 s, worst %v", len(shots), healthy, fast, slow, worst)
+	if defaults {
+		assert.Less(t, worst, 45*time.Second, "no request waits 45 s")
+	} else {
+		assert.Less(t, worst, 15*time.Second, "a stranded request is retried within the stall bound and the canary deadline")
+		assert.GreaterOrEqual(t, float64(fast), 0.9*float64(len(shots)), "at least 90 %% of requests under 2× the healthy median")
+	}
 	assert.Greater(t, other.Stats().Requests, otherBefore, "the healthy decode serves the rest")
 
 	waitIdle(t, f.Sims()...)
@@ -99,7 +128,8 @@ func hungDecodeRun(t *testing.T, f *fleet.Fleet) {
 	assert.GreaterOrEqual(t, st.CanaryRequests, int64(1), "a canary confirmed the hung decode")
 	stranded := st.Requests - st.CanaryRequests
 	assert.Positive(t, stranded, "client legs reached the hung decode before it was suspected")
-	assert.LessOrEqual(t, stranded, int64(16), "only the legs in flight when it hung (one per client)")
+	assert.LessOrEqual(t, stranded, int64(16), "only the legs in flight when it hung (one per client): no new leg went to it")
+	assert.LessOrEqual(t, int64(slow), stranded, "only requests it stranded waited over 15 s")
 	assert.Equal(t, st.Requests, st.Aborted, "every leg that reached the hung decode was aborted (%+v)", st)
 	state, _, fail := cb(t, f.Gateway, hung.URL())
 	assert.Equal(t, float64(1), state, "the hung decode's breaker opened")

@@ -37,7 +37,11 @@ func (gn *generator) Generate(ctx context.Context, l ports.GRPCLeg) (ports.GRPCS
 	ctx, cancel := context.WithCancelCause(ctx)
 	stall := stallError(l.Worker)
 	g := gn.w.begin(l.Worker, func() {
-		go func() { _ = gn.next.Abort(context.Background(), l.Worker.Worker, stallAbortReason, l.RequestID) }()
+		gn.w.bg.Add(1)
+		go func() {
+			defer gn.w.bg.Done()
+			_ = gn.next.Abort(context.Background(), l.Worker.Worker, stallAbortReason, l.RequestID)
+		}()
 		cancel(stall)
 	})
 	st, err := gn.next.Generate(ctx, l)

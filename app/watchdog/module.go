@@ -48,6 +48,7 @@ func Module() fx.Option {
 			OnStop: func(context.Context) error {
 				cancel()
 				<-done
+				w.Wait()
 				return nil
 			},
 		})

@@ -60,6 +60,9 @@ type Watchdog struct {
 
 	mu      sync.Mutex
 	workers map[string]*watched // by worker ID
+
+	// bg counts the canaries and Abort RPCs in flight (Wait).
+	bg sync.WaitGroup
 }
 
 type engineBox struct{ e ports.EngineClient }
@@ -112,7 +115,11 @@ func (w *Watchdog) lookup(id string) *watched {
 	return w.workers[id]
 }
 
-// Run examines the workers every tick until ctx ends.
+// Wait waits for the canaries and Abort RPCs in flight (they end with Run's context, the
+// Abort RPCs within their own deadline).
+func (w *Watchdog) Wait() { w.bg.Wait() }
+
+// Run examines the workers every tick until ctx ends; canaries end with ctx.
 func (w *Watchdog) Run(ctx context.Context) {
 	t := time.NewTicker(w.opt.Tick)
 	defer t.Stop()
@@ -129,7 +136,8 @@ func (w *Watchdog) Run(ctx context.Context) {
 // Check examines every registered worker once: an open breaker past its timeout gets a
 // canary as its half-open probe; a worker whose legs stalled becomes suspect and gets a
 // canary; a suspect worker gets another canary once per stall bound. Canaries run on their
-// own goroutines; Check does not wait for them.
+// own goroutines bounded by ctx and --canary-timeout-secs; Check does not wait for them
+// (Wait does).
 func (w *Watchdog) Check(ctx context.Context) {
 	now := w.now()
 	list := w.store.List()
@@ -188,11 +196,16 @@ func (w *Watchdog) probe(ctx context.Context, l *worker.Live, done func(pass boo
 	if !s.probing.CompareAndSwap(false, true) {
 		return
 	}
+	w.bg.Add(1)
 	go func() {
+		defer w.bg.Done()
 		defer s.probing.Store(false)
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opt.CanaryTimeout)
+		cctx, cancel := context.WithTimeout(ctx, w.opt.CanaryTimeout)
 		defer cancel()
 		err := w.canary(cctx, l)
+		if ctx.Err() != nil {
+			return // the gateway is stopping: no verdict
+		}
 		s.lastCanary.Store(w.now().UnixNano())
 		if err != nil {
 			w.opt.Logger.Warn("canary failed", "worker", l.DisplayURL(), "worker_id", l.ID, "err", err)

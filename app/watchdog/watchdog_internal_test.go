@@ -98,7 +98,7 @@ func TestSuspectCanaryVerdicts(t *testing.T) {
 	assert.True(t, l.Suspect(), "a stalled leg makes its worker suspect at once")
 	assert.False(t, l.Available(), "a suspect worker takes no new legs")
 	close(fe.release)
-	require.Eventually(t, func() bool { return !l.Suspect() }, 5*time.Second, time.Millisecond, "a passing canary clears it")
+	require.Eventually(t, func() bool { return !l.Suspect() && !w.lookup("d1").probing.Load() }, 5*time.Second, time.Millisecond, "a passing canary clears it")
 	assert.Equal(t, int32(1), fe.canaries.Load())
 	assert.True(t, l.Available())
 	assert.Empty(t, br.got(), "no ejection")

@@ -30,8 +30,8 @@ func stallChat(client, i int) []byte {
 
 // One gRPC SGLang decode of two wedges (HealthCheck stays healthy) under 16 streaming
 // clients with a shared prefix and cache_aware policies; the 60 s run is 15 s here,
-// with --stall-floor-secs 1 and --canary-timeout-secs 2 so the stranded requests stay under
-// 10 % of it. The stranded requests are cut (an Abort RPC each) and retried on the healthy
+// with --stall-floor-secs 1, --stall-timeout-secs 2 and --canary-timeout-secs 2 so the
+// stranded requests stay under 10 % of it. The stranded requests are cut (an Abort RPC each) and retried on the healthy
 // decode within the stall bound plus the canary deadline, 90 % of all requests take under
 // twice the healthy median, the hung decode's breaker opened after a failed canary (its
 // canary_requests), the engine's 300 s bootstrap timeout was never the detector, and no
@@ -52,7 +52,7 @@ func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 		cfg.Decode = append(cfg.Decode, d.URL())
 	}
 	cfg.Policy, cfg.PrefillPolicy, cfg.DecodePolicy = "cache_aware", "cache_aware", "cache_aware"
-	cfg.StallFloor, cfg.CanaryTimeout = time.Second, 2*time.Second
+	cfg.StallFloor, cfg.StallTimeout, cfg.CanaryTimeout = time.Second, 2*time.Second, 2*time.Second
 	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
 	g.WaitWorkers(t, 4)
 

@@ -30,8 +30,9 @@ func stallBody(client, i int) []byte {
 
 // One decode of two wedges (its /health stays OK) under 16 streaming clients with a shared
 // prefix and cache_aware policies. The 60 s run is 15 s here, so the detection is
-// shortened to keep the stranded requests under 10 % of the run: --stall-floor-secs 1 and
-// --canary-timeout-secs 2 (on the defaults, 5 s and 5 s, a stranded request took 11 s).
+// shortened to keep the stranded requests under 10 % of the run: --stall-floor-secs 1,
+// --stall-timeout-secs 2 and --canary-timeout-secs 2 (TestHungDecodeFoundByWatchdogOnDefaults
+// runs the defaults).
 // The requests it stranded are cut and retried on the healthy decode within the stall
 // bound plus the canary deadline (under 15 s; none near 45 s), at least 90 % of all
 // requests take under twice the healthy median, the healthy decode serves the rest, the
@@ -45,7 +46,7 @@ func TestHungDecodeFoundByWatchdog(t *testing.T) {
 			f := fleet.Start(t, fleet.Spec{Engine: engine, Prefills: 2, Decodes: 2,
 				Gateway: func(g *config.Config) {
 					g.Policy, g.PrefillPolicy, g.DecodePolicy = "cache_aware", "cache_aware", "cache_aware"
-					g.StallFloor, g.CanaryTimeout = time.Second, 2*time.Second
+					g.StallFloor, g.StallTimeout, g.CanaryTimeout = time.Second, 2*time.Second, 2*time.Second
 				},
 				Sim: func(_ string, _ int, c *sim.Config) { c.ITL = 50 * time.Millisecond }})
 			hungDecodeRun(t, f, false)

@@ -119,7 +119,43 @@ func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 		return mt.Sum("smg_worker_cb_outcomes_total", "worker", url, "outcome", "failure")
 	}
 	assert.Equal(t, float64(1), state(hung.URL()), "the hung decode's breaker opened")
+	assert.Positive(t, fails(hung.URL()), "the hung decode was charged")
 	for _, x := range append([]*grpcsim.Server{other}, prefills...) {
 		assert.Equal(t, []float64{0, 0}, []float64{state(x.URL()), fails(x.URL())}, "healthy %s: breaker closed, nothing blamed", x.URL())
 	}
+}
+
+// An open gRPC SGLang prefill breaker past --cb-timeout-duration-secs is probed by canaries
+// only (a Generate with the fake bootstrap host, answered without a decode), never by a
+// client's request: --cb-success-threshold passing canaries close it.
+func TestGRPCHalfOpenProbesAreCanaries(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, func(c *config.Config) {
+		c.DisableRetries, c.CBFailureThreshold, c.CBSuccessThreshold, c.CBTimeout = true, 2, 2, 500*time.Millisecond
+	})
+	body := map[string]any{"model": pdModel, "prompt": "half open", "max_tokens": 2}
+	require.NoError(t, p.SetFault("status:503"))
+	for range 2 {
+		r := g.Post(t, "/v1/completions", body, nil)
+		require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
+	}
+	p.ClearFaults()
+	state := func(url string) float64 {
+		ss := g.Metrics(t).Find("smg_worker_cb_state", "worker", url)
+		require.Len(t, ss, 1, url)
+		return ss[0].Value
+	}
+	require.Equal(t, float64(1), state(p.URL()), "two failures opened the prefill's breaker")
+	before := p.Stats().Requests
+	r := g.Post(t, "/v1/completions", body, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, "open: no client request reaches it: %s", r.Body)
+
+	require.Eventually(t, func() bool { return state(p.URL()) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"two passing canaries close it")
+	st := p.Stats()
+	assert.Equal(t, []int64{2, before + 2}, []int64{st.CanaryRequests, st.Requests}, "only the canaries reached it while open and half-open")
+	assert.Zero(t, st.HandoffsSent, "a canary needs no decode")
+	assert.Zero(t, d.Stats().CanaryRequests)
+	r = g.Post(t, "/v1/completions", body, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 }

@@ -440,8 +440,8 @@ func readLimited(rc io.ReadCloser) []byte {
 // reset, or timed out (seed "Error Codes": decode transport error answers 502
 // decode_request_failed; smg-spec.md §2.10.4 prefill_request_failed). When the client's own
 // context ended, the context error wins. A leg the progress watchdog cut (err wraps
-// errs.ErrUnresponsive) is the 504 of the leg's deadline instead. The message names the worker by id; the log keeps
-// its URL.
+// errs.ErrUnresponsive) is the 504 of the leg's deadline instead. The message names the
+// worker by id; the log keeps its URL.
 func legTransportError(leg string, w *worker.Live, err error, ctx context.Context) *errs.Error {
 	if ctx.Err() != nil {
 		return contextError(ctx, "waiting for the "+leg+" leg")

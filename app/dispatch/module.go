@@ -99,7 +99,8 @@ func newModule(in moduleIn) (moduleOut, error) {
 		InjectHeaders: telemetry.InjectHeaders,
 	})
 	// Every leg gets a prefill/decode span and lands in the request's ports.RequestInfo.
-	// The progress watchdog follows every leg (and keeps the bare client for its canaries).
+	// The progress watchdog follows every leg (and sends its canaries through the client it
+	// wraps, unwatched).
 	traced := in.Watchdog.WrapEngine(telemetry.TraceLegs(engine, in.Tracer))
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
 		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})

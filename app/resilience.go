@@ -7,11 +7,13 @@ import (
 	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/app/watchdog"
 )
 
 // resilienceModule wires the per-worker circuit breakers: the breaker Set follows the worker
 // store, reports to the Prometheus breaker series and records the dispatcher's leg outcomes
-// (dispatch.OutcomeRecorder).
+// (dispatch.OutcomeRecorder), and the progress watchdog whose canaries confirm stalled
+// workers and probe half-open breakers.
 func resilienceModule() fx.Option {
 	return fx.Options(
 		breaker.Module(),
@@ -20,7 +22,9 @@ func resilienceModule() fx.Option {
 			metrics.NewBreakerMetrics,
 			func(m *metrics.BreakerMetrics) breaker.Metrics { return m },
 			func(s *breaker.Set) dispatch.OutcomeRecorder { return s },
+			func(s *breaker.Set) watchdog.Breakers { return s },
 		),
+		watchdog.Module(),
 	)
 }
 

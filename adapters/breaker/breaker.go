@@ -22,8 +22,9 @@ const (
 	StateClosed State = 0
 	// StateOpen rejects requests (the worker is unavailable) until the open timeout passes.
 	StateOpen State = 1
-	// StateHalfOpen lets requests through again; SuccessThreshold consecutive successes
-	// close the breaker, any failure opens it again.
+	// StateHalfOpen lets no client request through: the gateway's canaries probe the
+	// worker (Probe); SuccessThreshold consecutive passing canaries close the breaker, a
+	// failing one opens it again.
 	StateHalfOpen State = 2
 )
 
@@ -108,6 +109,8 @@ type Breaker struct {
 	// pool is the ejection budget of the worker's role (nil: unlimited), set before the
 	// breaker is shared.
 	pool *pool
+	// eject makes the next failure trip a closed breaker (Eject), within the pool's budget.
+	eject atomic.Bool
 }
 
 // New builds a closed breaker for the worker at url; m may be nil.
@@ -131,7 +134,7 @@ func newBreaker(url string, s Settings, m Metrics, p *pool) *Breaker {
 		Interval:    0, // never clear the closed-state counts: consecutive counting only
 		Timeout:     s.Timeout,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			if disabled || (c.ConsecutiveFailures < failures && b.timeouts.Load() < timeouts) {
+			if disabled || (c.ConsecutiveFailures < failures && b.timeouts.Load() < timeouts && !b.eject.Load()) {
 				return false
 			}
 			return b.pool.reserve(b)
@@ -156,19 +159,59 @@ func (b *Breaker) changed(from, to State) {
 	b.m.IncCBTransition(b.worker, from.String(), to.String())
 }
 
-// Allow implements worker.Gate: false while the breaker is open. It is called for every
-// candidate on every selection, so a closed breaker answers from an atomic; an open
-// breaker whose timeout has passed turns half-open here (smg-spec.md §3.6: on the first
-// state read after the timeout).
-func (b *Breaker) Allow() bool {
+// Allow implements worker.Gate: true only while the breaker is closed. It is called for
+// every candidate on every selection, so it answers from an atomic. A half-open breaker
+// takes no client request: its probes are the gateway's canaries (ProbeDue, Probe), never a
+// client's request.
+func (b *Breaker) Allow() bool { return State(b.state.Load()) == StateClosed }
+
+// ProbeDue reports whether the breaker waits for a canary: open with its timeout passed
+// (it turns half-open here, smg-spec.md §3.6: on the first state read after the timeout),
+// or half-open.
+func (b *Breaker) ProbeDue() bool {
 	switch State(b.state.Load()) {
-	case StateClosed, StateHalfOpen:
-		return true
-	}
-	if time.Now().UnixNano() < b.openUntil.Load() {
+	case StateClosed:
 		return false
+	case StateOpen:
+		if time.Now().UnixNano() < b.openUntil.Load() {
+			return false
+		}
 	}
-	return b.cb.State() != gobreaker.StateOpen
+	return b.cb.State() == gobreaker.StateHalfOpen
+}
+
+// Probe applies one canary's result to a half-open breaker: SuccessThreshold consecutive
+// passes close it, a failure opens it again. It does nothing unless ProbeDue.
+func (b *Breaker) Probe(pass bool) {
+	if !b.ProbeDue() {
+		return
+	}
+	done, err := b.cb.Allow()
+	if err != nil {
+		return
+	}
+	if pass {
+		b.m.IncCBOutcome(b.worker, Success.String())
+		done(nil)
+		return
+	}
+	b.m.IncCBOutcome(b.worker, Failure.String())
+	done(errFailure)
+}
+
+// Eject opens a closed breaker at once (a worker the watchdog found stalled and whose
+// canary failed), within the role's ejection budget (Settings.MaxEjectionPercent) and
+// unless the breakers are disabled. It reports whether the breaker is open afterwards.
+func (b *Breaker) Eject() bool {
+	if State(b.state.Load()) == StateClosed {
+		b.eject.Store(true)
+		if done, err := b.cb.Allow(); err == nil {
+			b.m.IncCBOutcome(b.worker, Timeout.String())
+			done(errFailure)
+		}
+		b.eject.Store(false)
+	}
+	return State(b.state.Load()) != StateClosed
 }
 
 // State returns the current state (an open breaker past its timeout reads half-open).
@@ -177,14 +220,18 @@ func (b *Breaker) State() State { return fromGo(b.cb.State()) }
 // Worker is the URL of the breaker's worker.
 func (b *Breaker) Worker() string { return b.worker }
 
-// Record applies one classified outcome. Ignored outcomes change nothing; outcomes that
-// arrive while the breaker is open (requests dispatched before it opened) are counted in
-// smg_worker_cb_outcomes_total but do not move the breaker.
+// Record applies one classified outcome of a client's leg. Ignored outcomes change nothing;
+// outcomes that arrive while the breaker is open or half-open (legs dispatched before it
+// opened) are counted in smg_worker_cb_outcomes_total but do not move the breaker: only
+// canaries probe a half-open breaker (Probe).
 func (b *Breaker) Record(o Outcome) {
 	if o == Ignored {
 		return
 	}
 	b.m.IncCBOutcome(b.worker, o.String())
+	if State(b.state.Load()) != StateClosed {
+		return
+	}
 	done, err := b.cb.Allow()
 	if err != nil {
 		return // open (or half-open budget spent): the outcome is late, not a probe

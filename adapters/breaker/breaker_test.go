@@ -148,22 +148,26 @@ func TestBreakerHalfOpenProbing(t *testing.T) {
 
 	b.Record(breaker.Failure)
 	require.False(t, b.Allow())
-	// After the open timeout the first state read turns it half-open and lets requests in.
-	require.Eventually(t, b.Allow, 5*time.Second, 5*time.Millisecond)
+	require.False(t, b.ProbeDue(), "open before its timeout: no canary yet")
+	// After the open timeout the breaker waits for canaries; no client request goes in.
+	require.Eventually(t, b.ProbeDue, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, breaker.StateHalfOpen, b.State())
+	assert.False(t, b.Allow(), "half-open takes no client request")
+	record(b, breaker.Success, 5) // late client outcomes do not probe
 	assert.Equal(t, breaker.StateHalfOpen, b.State())
 
-	b.Record(breaker.Failure) // any failure reopens
+	b.Probe(false) // a failing canary reopens
 	assert.Equal(t, breaker.StateOpen, b.State())
 	assert.False(t, b.Allow())
 
-	require.Eventually(t, b.Allow, 5*time.Second, 5*time.Millisecond)
-	b.Record(breaker.Success)
-	assert.Equal(t, breaker.StateHalfOpen, b.State(), "one success is below the success threshold")
-	b.Record(breaker.Ignored)
-	assert.Equal(t, breaker.StateHalfOpen, b.State())
-	b.Record(breaker.Success)
+	require.Eventually(t, b.ProbeDue, 5*time.Second, 5*time.Millisecond)
+	b.Probe(true)
+	assert.Equal(t, breaker.StateHalfOpen, b.State(), "one passing canary is below the success threshold")
+	assert.False(t, b.Allow())
+	b.Probe(true)
 	assert.Equal(t, breaker.StateClosed, b.State())
 	assert.True(t, b.Allow())
+	assert.False(t, b.ProbeDue())
 
 	st, tr, _ := m.snapshot()
 	assert.Equal(t, 0, st[url])
@@ -171,6 +175,19 @@ func TestBreakerHalfOpenProbing(t *testing.T) {
 		url + " closed->open", url + " open->half_open", url + " half_open->open",
 		url + " open->half_open", url + " half_open->closed",
 	}, tr)
+}
+
+func TestBreakerEjectOpensAtOnce(t *testing.T) {
+	t.Parallel()
+	b := breaker.New("http://127.0.0.1:4", breaker.Settings{FailureThreshold: 10, Timeout: time.Hour}, nil)
+	b.Record(breaker.Success)
+	require.True(t, b.Eject())
+	assert.Equal(t, breaker.StateOpen, b.State())
+	assert.False(t, b.Allow())
+
+	off := breaker.New("http://127.0.0.1:5", breaker.Settings{FailureThreshold: 1, Disabled: true}, nil)
+	assert.False(t, off.Eject(), "a disabled breaker never opens")
+	assert.True(t, off.Allow())
 }
 
 func TestBreakerDisabledNeverOpens(t *testing.T) {

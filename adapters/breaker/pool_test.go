@@ -49,18 +49,18 @@ func TestEjectionCapKeepsHalfThePoolInRotation(t *testing.T) {
 	assert.Equal(t, breaker.StateClosed, s.Get(ps[1].ID).State())
 
 	// Half-open, the first still holds its place: the second cannot take it, and a failed
-	// probe reopens the first.
+	// canary reopens the first.
 	time.Sleep(40 * time.Millisecond)
-	require.True(t, ps[0].Available(), "half-open after the timeout")
+	require.True(t, s.ProbeDue(ps[0]), "half-open after the timeout")
 	fail(s, ps[1], 5)
 	assert.Equal(t, breaker.StateClosed, s.Get(ps[1].ID).State())
-	fail(s, ps[0], 1)
-	assert.Equal(t, breaker.StateOpen, s.Get(ps[0].ID).State(), "a failed probe reopens")
+	s.Probe(ps[0], false)
+	assert.Equal(t, breaker.StateOpen, s.Get(ps[0].ID).State(), "a failed canary reopens")
 
-	// Closed again (one successful probe), the place is free for the second.
+	// Closed again (one passing canary), the place is free for the second.
 	time.Sleep(40 * time.Millisecond)
-	require.True(t, ps[0].Available())
-	s.Record(ps[0], 200, nil)
+	require.True(t, s.ProbeDue(ps[0]))
+	s.Probe(ps[0], true)
 	assert.Equal(t, breaker.StateClosed, s.Get(ps[0].ID).State())
 	fail(s, ps[1], 2)
 	assert.False(t, ps[1].Available())

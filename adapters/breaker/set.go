@@ -98,6 +98,33 @@ func (s *Set) Record(l *worker.Live, status int, err error) {
 	}
 }
 
+// Eject opens the breaker of l at once (the watchdog's canary confirmed it stalled); see
+// Breaker.Eject. It reports whether the breaker is open afterwards (false: no breaker, the
+// breakers are disabled, or the role's ejection budget is spent).
+func (s *Set) Eject(l *worker.Live) bool {
+	if b := s.Get(l.ID); b != nil {
+		l.NoteFailure(time.Now())
+		return b.Eject()
+	}
+	return false
+}
+
+// ProbeDue reports whether the breaker of l waits for a canary (Breaker.ProbeDue).
+func (s *Set) ProbeDue(l *worker.Live) bool {
+	b := s.Get(l.ID)
+	return b != nil && b.ProbeDue()
+}
+
+// Probe applies a canary's result to the breaker of l (Breaker.Probe).
+func (s *Set) Probe(l *worker.Live, pass bool) {
+	if b := s.Get(l.ID); b != nil {
+		if !pass {
+			l.NoteFailure(time.Now())
+		}
+		b.Probe(pass)
+	}
+}
+
 // Follow attaches a breaker to every worker in store now and on every later "added" event,
 // and forgets it on "removed". The callback only touches the Set and the worker's gate, as
 // ports.WorkerStore.Subscribe requires.

@@ -126,7 +126,18 @@ type Config struct {
 	// answer (engines send the head with the complete answer; one that stalls after its
 	// head is bounded too): --decode-timeout-secs, 600 s;
 	// 0 = bounded by RequestTimeout only.
-	DecodeTimeout       time.Duration
+	DecodeTimeout time.Duration
+	// StallTimeout is the ceiling of a worker's stall bound (--stall-timeout-secs, 30 s): a
+	// worker whose legs make no progress for its bound (its first-token/inter-token EWMA × 10,
+	// clamped to [StallFloor, StallTimeout]) is suspect and gets a canary; 0 turns the
+	// progress watchdog off (breakers' half-open canaries still run).
+	StallTimeout time.Duration
+	// StallFloor is the floor of the stall bound (--stall-floor-secs, 5 s; at most
+	// StallTimeout).
+	StallFloor time.Duration
+	// CanaryTimeout bounds one canary, a 1-token synthetic generate
+	// (--canary-timeout-secs, 5 s).
+	CanaryTimeout       time.Duration
 	ShutdownGracePeriod time.Duration // --shutdown-grace-period-secs, 180s
 	ShutdownDrainDelay  time.Duration // --shutdown-drain-delay-secs, 5s: after SIGTERM /readiness answers 503 while new requests are still served this long, then the grace period starts
 	MaxPayloadSize      int64         // --max-payload-size, 512 MiB
@@ -222,6 +233,9 @@ func Default() Config {
 		PrefillTimeout:             330 * time.Second,
 		FirstByteTimeout:           330 * time.Second,
 		DecodeTimeout:              600 * time.Second,
+		StallTimeout:               30 * time.Second,
+		StallFloor:                 5 * time.Second,
+		CanaryTimeout:              5 * time.Second,
 		ShutdownGracePeriod:        180 * time.Second,
 		ShutdownDrainDelay:         5 * time.Second,
 		MaxPayloadSize:             512 << 20,

@@ -334,6 +334,12 @@ func (c Config) validateTimeouts() error {
 		return bad("--prefill-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.PrefillTimeout))
 	case c.DecodeTimeout < 0:
 		return bad("--decode-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.DecodeTimeout))
+	case c.StallTimeout < 0:
+		return bad("--stall-timeout-secs", "must be 0 (off) or more seconds (got %s)", secs(c.StallTimeout))
+	case c.StallTimeout > 0 && (c.StallFloor <= 0 || c.StallFloor > c.StallTimeout):
+		return bad("--stall-floor-secs", "must be more than 0 and at most --stall-timeout-secs (%s) (got %s)", secs(c.StallTimeout), secs(c.StallFloor))
+	case c.CanaryTimeout <= 0:
+		return bad("--canary-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.CanaryTimeout))
 	case c.ShutdownGracePeriod < 0:
 		return bad("--shutdown-grace-period-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownGracePeriod))
 	case c.ShutdownDrainDelay < 0:

@@ -131,6 +131,12 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			"invalid value for --log-flush-interval-ms: must be 0 (unbuffered) or more ms (got -1)"},
 		{"gogc below 1", func(c *config.Config) { c.GOGC = 0 },
 			"invalid value for --gogc: must be 1 or more percent (got 0); GOGC=off in the environment turns the collector off"},
+		{"negative stall ceiling", func(c *config.Config) { c.StallTimeout = -time.Second },
+			"invalid value for --stall-timeout-secs: must be 0 (off) or more seconds (got -1s)"},
+		{"stall floor over the ceiling", func(c *config.Config) { c.StallFloor = 31 * time.Second },
+			"invalid value for --stall-floor-secs: must be more than 0 and at most --stall-timeout-secs (30s) (got 31s)"},
+		{"canary deadline 0", func(c *config.Config) { c.CanaryTimeout = 0 },
+			"invalid value for --canary-timeout-secs: must be more than 0 seconds (got 0s)"},
 		{"bad redis url", func(c *config.Config) { c.RedisURL = "http://r:6379" },
 			`invalid value for --redis-url: must be a redis://, rediss:// or unix:// URL (got "http://r:6379")`},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
@@ -438,11 +439,19 @@ func readLimited(rc io.ReadCloser) []byte {
 // legTransportError is the 502 for a leg that never produced a response head: refused,
 // reset, or timed out (seed "Error Codes": decode transport error answers 502
 // decode_request_failed; smg-spec.md §2.10.4 prefill_request_failed). When the client's own
-// context ended, the context error wins. The message names the worker by id; the log keeps
-// its URL.
+// context ended, the context error wins. A leg the progress watchdog cut (err wraps
+// errs.ErrUnresponsive) is the 504 of the leg's deadline instead. The message names the
+// worker by id; the log keeps its URL.
 func legTransportError(leg string, w *worker.Live, err error, ctx context.Context) *errs.Error {
 	if ctx.Err() != nil {
 		return contextError(ctx, "waiting for the "+leg+" leg")
+	}
+	if errors.Is(err, errs.ErrUnresponsive) { // the progress watchdog cut the leg: a deadline
+		code := wire.CodeDecodeTimeout
+		if leg == "prefill" {
+			code = wire.CodePrefillTimeout
+		}
+		return &errs.Error{Status: http.StatusGatewayTimeout, Code: code, Leg: leg, Retryable: true, Message: err.Error()}
 	}
 	code := "decode_request_failed"
 	if leg == "prefill" {

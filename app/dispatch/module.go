@@ -15,6 +15,7 @@ import (
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/app/selection"
+	"github.com/smg-go/smg/app/watchdog"
 	"github.com/smg-go/smg/domain/pairing"
 	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/ports"
@@ -49,6 +50,7 @@ type moduleIn struct {
 	GRPC      GRPCPipeline         `optional:"true"`
 	Log       *slog.Logger         `optional:"true"`
 	Tracer    trace.TracerProvider `optional:"true"`
+	Watchdog  *watchdog.Watchdog   `optional:"true"`
 }
 
 type moduleOut struct {
@@ -97,7 +99,9 @@ func newModule(in moduleIn) (moduleOut, error) {
 		InjectHeaders: telemetry.InjectHeaders,
 	})
 	// Every leg gets a prefill/decode span and lands in the request's ports.RequestInfo.
-	traced := telemetry.TraceLegs(engine, in.Tracer)
+	// The progress watchdog follows every leg (and sends its canaries through the client it
+	// wraps, unwatched).
+	traced := in.Watchdog.WrapEngine(telemetry.TraceLegs(engine, in.Tracer))
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
 		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -39,6 +40,9 @@ func (f *fault) Error() string { return f.err.Error() }
 // carries the access line's request_id (and trace_id); the leg's engine rid is
 // engine_request_id.
 func (pl *Pipeline) legFault(ctx context.Context, leg string, l ports.GRPCLeg, err error, started bool) *fault {
+	if errors.Is(err, errs.ErrUnresponsive) {
+		return pl.stallFault(leg, l, err)
+	}
 	st, msg := grpcengine.ErrorStatus(err)
 	code := wire.CodePrefillFailedToStart
 	if leg == "decode" {
@@ -117,6 +121,21 @@ func (pl *Pipeline) timeoutFault(leg string, l ports.GRPCLeg) *fault {
 	e := &errs.Error{Status: http.StatusGatewayTimeout, Code: code, Leg: leg, Retryable: true,
 		Message: leg + " worker " + l.Worker.ID + " sent no output within " + flag + " (" + lim.String() + ")"}
 	cause := fmt.Errorf("%s deadline: %w", leg, errs.ErrUnresponsive)
+	return &fault{err: dispatch.LegFault(e, l.Worker, 0, cause), w: l.Worker}
+}
+
+// stallFault is the 504 of a leg the progress watchdog cut (app/watchdog: its worker made
+// no progress within its stall bound and failed its canary): charged to the leg's worker as
+// unresponsive, like timeoutFault, so the retry avoids it.
+func (pl *Pipeline) stallFault(leg string, l ports.GRPCLeg, cause error) *fault {
+	code := wire.CodePrefillTimeout
+	if leg == "decode" {
+		code = wire.CodeDecodeTimeout
+		if l.Stream {
+			code = wire.CodeDecodeFirstByteTimeout
+		}
+	}
+	e := &errs.Error{Status: http.StatusGatewayTimeout, Code: code, Leg: leg, Retryable: true, Message: cause.Error()}
 	return &fault{err: dispatch.LegFault(e, l.Worker, 0, cause), w: l.Worker}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/app/watchdog"
 	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
@@ -59,7 +60,8 @@ type moduleIn struct {
 	Outcomes  dispatch.OutcomeRecorder `optional:"true"`
 	Log       *slog.Logger             `optional:"true"`
 	Store     ports.WorkerStore
-	Workers   *registry.Service `optional:"true"`
+	Workers   *registry.Service  `optional:"true"`
+	Watchdog  *watchdog.Watchdog `optional:"true"`
 }
 
 // LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
@@ -87,7 +89,7 @@ func Module() fx.Option {
 		if err != nil {
 			return nil, err
 		}
-		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Pool, EngineIDs: in.Pool, Facts: factsOf(in.Workers), Admission: in.Admission, Metrics: in.Metrics,
+		d := Deps{Config: in.Config, Text: in.Text, Engines: in.Watchdog.WrapGenerator(in.Pool), EngineIDs: in.Pool, Facts: factsOf(in.Workers), Admission: in.Admission, Metrics: in.Metrics,
 			Outcomes: in.Outcomes, DecodeTTFT: rm, Logger: in.Log}
 		if in.Config.EPDDisaggregation {
 			picker, err := NewStoreEncodePicker(in.Store, in.Config.EncodePolicy, in.Config.PolicyOptions())

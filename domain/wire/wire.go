@@ -229,3 +229,13 @@ const (
 	// FieldPDPairing is the GET /workers field holding a prefill or decode worker's pairing key.
 	FieldPDPairing = "pd_pairing"
 )
+
+// FakeBootstrapHost is SGLang's warmup bootstrap host (sglang/srt/disaggregation/utils.py
+// FAKE_BOOTSTRAP_HOST): a prefill or decode leg that names it runs alone, with a fake KV
+// sender or receiver, so no peer is needed. The gateway's canaries use it.
+const FakeBootstrapHost = "2.2.2.2"
+
+// CanaryRequestIDPrefix starts the request id (X-Request-Id, SGLang rid, the gRPC engine
+// request id) of every canary the gateway sends, so engines' logs and the simulators tell a
+// canary from a client's request.
+const CanaryRequestIDPrefix = "smg-canary-"

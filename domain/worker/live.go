@@ -23,7 +23,16 @@ type Live struct {
 	engineID  atomic.Pointer[string] // refreshed KV engine id; nil = the registered one
 	confirmed atomic.Bool            // the last engine-id read completed
 	failedAt  atomic.Int64           // unix ns of the latest failure its breaker counted; 0 = none
+	suspect   atomic.Bool            // the progress watchdog suspects it stalled
 }
+
+// SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or
+// clears the mark (false). A suspect worker takes no new legs (Available) until a canary
+// clears it or its breaker ejects it.
+func (l *Live) SetSuspect(on bool) { l.suspect.Store(on) }
+
+// Suspect reports whether the progress watchdog suspects the worker stalled.
+func (l *Live) Suspect() bool { return l.suspect.Load() }
 
 // NoteFailure records that a failure of this worker was counted at t (its circuit breaker
 // calls it), for FailedSince.
@@ -62,9 +71,10 @@ func (l *Live) SetGate(g Gate) {
 // Healthy reports whether the status is ready.
 func (l *Live) Healthy() bool { return l.Status() == StatusReady }
 
-// Available reports whether new requests may be routed here: ready and the gate (if any) allows.
+// Available reports whether new requests may be routed here: ready, not suspected of a
+// stall, and the gate (if any) allows.
 func (l *Live) Available() bool {
-	if !l.Healthy() {
+	if !l.Healthy() || l.suspect.Load() {
 		return false
 	}
 	if b := l.gate.Load(); b != nil {

@@ -59,8 +59,8 @@ func TestFourXXFloodLeavesBreakersClosed(t *testing.T) {
 
 // An open breaker on the only prefill puts the prefill leg in panic mode: requests still
 // go to it (its answers, while open, do not move the breaker), and never as a decode-only
-// dispatch. After --cb-timeout-duration-secs the breaker goes half-open;
-// --cb-success-threshold successes close it.
+// dispatch. After --cb-timeout-duration-secs the breaker is probed by canaries only, never
+// a client's request; --cb-success-threshold passing canaries close it.
 func TestOpenPrefillBreaker(t *testing.T) {
 	t.Parallel()
 	f := sglang(t, 1, 1, func(c *config.Config) {
@@ -86,20 +86,17 @@ func TestOpenPrefillBreaker(t *testing.T) {
 	state, _, _ = cb(t, g, pre.URL())
 	require.Equal(t, float64(1), state, "still open")
 
-	// Half-open after the open timeout: the first success there counts.
+	// After the open timeout the gateway's canaries, never a client's request, probe it:
+	// --cb-success-threshold passing canaries close it, and requests flow again.
 	require.Eventually(t, func() bool {
-		if g.Post(t, "/generate", generate("probe", 4, false), nil).Status != http.StatusOK {
-			return false
-		}
-		s, _, _ := cb(t, g, pre.URL())
-		return s == 2
-	}, bound, 50*time.Millisecond, "the breaker lets a request through after its timeout")
-	state, _, _ = cb(t, g, pre.URL())
-	assert.Equal(t, float64(2), state, "half_open after one success (--cb-success-threshold 2)")
-	r = g.Post(t, "/generate", generate("second probe", 4, false), nil)
+		state, _, _ := cb(t, g, pre.URL())
+		return state == 0
+	}, bound, 50*time.Millisecond, "two passing canaries close the breaker after its timeout")
+	assert.Equal(t, int64(2), pre.Stats().CanaryRequests, "the half-open probes were canaries")
+	assert.Equal(t, p0+3, pre.Stats().Requests, "the panic-mode request and the two canaries, no other request")
+	r = g.Post(t, "/generate", generate("closed again", 4, false), nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	state, _, _ = cb(t, g, pre.URL())
-	assert.Equal(t, float64(0), state, "closed again")
+	assert.Zero(t, dec.Stats().CanaryRequests, "the healthy decode got no canary")
 
 	m := g.Metrics(t)
 	tr := func(from, to string) float64 {

@@ -56,7 +56,11 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 		return
 	}
 	o.stream = raw.Stream
-	faults, err := parseRequestFaults(raw.SimFault, s.cfg.Role, append([]Fault(nil), s.faults...))
+	canary := isCanary(r, &raw)
+	if canary {
+		s.c.canary.Add(1)
+	}
+	faults, err := parseRequestFaults(raw.SimFault, s.cfg.Role, append(append([]Fault(nil), s.faults...), s.liveFaults()...))
 	if err != nil {
 		o.fail(badRequest("%v", err))
 		return
@@ -74,6 +78,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 		o.fail(e)
 		return
 	}
+	j.canary = canary
 	res := &output{n: j.maxTokens, finishLen: j.maxTokens, model: s.cfg.Model, start: time.Now()}
 	res.created = res.start.Unix()
 	res.id = s.requestID(r, j)
@@ -249,12 +254,18 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		if e != nil {
 			return noop, e
 		}
+		fake := fakeBootstrap(ts)
 		if s.cfg.Role == RolePrefill {
 			res.n, res.finishLen = 1, 0
+			if fake {
+				return noop, nil // SGLang's warmup form: a fake KV sender, no peer
+			}
 			return s.sglangPrefill(ctx, j, ts)
 		}
-		if e := s.sglangDecode(ctx, j, ts); e != nil {
-			return noop, e
+		if !fake { // a fake KV receiver computes locally
+			if e := s.sglangDecode(ctx, j, ts); e != nil {
+				return noop, e
+			}
 		}
 	} else {
 		res.kv = nullJSON

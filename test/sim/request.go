@@ -68,6 +68,7 @@ type item struct {
 // job is a normalized inference request.
 type job struct {
 	route     route
+	canary    bool // a gateway canary (isCanary)
 	items     []item
 	batch     bool // /generate answers with a JSON array
 	maxTokens int

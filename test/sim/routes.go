@@ -36,6 +36,8 @@ func (s *Server) mainMux() http.Handler {
 		b, _ := json.Marshal(s.Stats())
 		writeJSONStatus(w, http.StatusOK, b)
 	})
+	mux.HandleFunc("POST /sim/fault", s.serveFault)
+	mux.HandleFunc("DELETE /sim/fault", s.serveFault)
 	if s.cfg.Engine == EngineSGLang {
 		mux.HandleFunc("POST /generate", s.inference(routeGenerate))
 		mux.HandleFunc("GET /get_server_info", s.serveServerInfo)

@@ -20,6 +20,9 @@ type Server struct {
 	cfg    Config
 	faults []Fault
 	c      counters
+	// live are the faults added at run time (SetFault, POST /sim/fault).
+	liveMu sync.RWMutex
+	live   []Fault
 
 	port, bootPort int
 	// hsPort and notifyPort are the MoRI-IO side-channel listeners (0 without MoRI-IO).

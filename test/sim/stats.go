@@ -45,6 +45,10 @@ type Stats struct {
 	// was aborted (or gave up) before the prefill's write_done arrived: vLLM's
 	// MoRIIOConnector keeps them allocated (seed "WRITE dispatch").
 	LeakedBlocks int64 `json:"leaked_blocks"`
+	// CanaryRequests counts inference requests that are the gateway's canaries (request id,
+	// X-Request-Id or SGLang rid, starting with wire.CanaryRequestIDPrefix); they are
+	// counted in Requests too.
+	CanaryRequests int64 `json:"canary_requests"`
 	// DPRankRequests counts SGLang legs per routed_dp_rank (key: the rank in decimal), when
 	// Config.DPSize > 1.
 	DPRankRequests map[string]int64 `json:"dp_rank_requests,omitempty"`
@@ -53,7 +57,7 @@ type Stats struct {
 type counters struct {
 	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
 	aborted, running, maxRunning, errors, waiting, promptTokens, genTokens     atomic.Int64
-	leakedBlocks                                                               atomic.Int64
+	leakedBlocks, canary                                                       atomic.Int64
 	dpRanks                                                                    [maxDPSize]atomic.Int64
 }
 
@@ -73,6 +77,7 @@ func (c *counters) snapshot() Stats {
 		PromptTokens:      c.promptTokens.Load(),
 		GenerationTokens:  c.genTokens.Load(),
 		LeakedBlocks:      c.leakedBlocks.Load(),
+		CanaryRequests:    c.canary.Load(),
 		DPRankRequests:    c.dpSnapshot(),
 	}
 }
@@ -81,7 +86,7 @@ func (c *counters) snapshot() Stats {
 // MaxRunningSeen restarts from the current Running.
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
-		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.leakedBlocks} {
+		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.leakedBlocks, &c.canary} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {

@@ -108,10 +108,10 @@ func (s *Server) vllmDecodeHandoff(ctx context.Context, j *job, raw json.RawMess
 	var body []byte
 	switch {
 	case len(j.items) != 1 || m == nil || !isTrue(m, wire.KVDoRemotePrefill):
-		return s.recompute()
+		return s.recompute(j)
 	case s.cfg.KVConnector == ConnectorNixl:
 		if !present(m, wire.KVRemoteBlockIDs, wire.KVRemoteEngineID, wire.KVRemoteRequestID, wire.KVRemoteHost, wire.KVRemotePort) {
-			return s.recompute()
+			return s.recompute(j)
 		}
 		var pull nixlPull
 		var port int
@@ -136,7 +136,7 @@ func (s *Server) vllmDecodeHandoff(ctx context.Context, j *job, raw json.RawMess
 		method, target = http.MethodPost, "http://"+net.JoinHostPort(host, strconv.Itoa(port))+"/sim/nixl/pull"
 	default: // mooncake
 		if !present(m, wire.KVTransferID, wire.KVRemoteEngineID, wire.KVRemoteBootstrapAddr) {
-			return s.recompute()
+			return s.recompute(j)
 		}
 		id, e := getString(m, wire.KVTransferID)
 		if e != nil {
@@ -176,8 +176,11 @@ func (s *Server) vllmDecodeHandoff(ctx context.Context, j *job, raw json.RawMess
 	return nil
 }
 
-func (s *Server) recompute() *reqError {
-	s.c.recomputed.Add(1)
+// recompute counts a local compute of a client's prompt (a canary's is not a fallback).
+func (s *Server) recompute(j *job) *reqError {
+	if !j.canary {
+		s.c.recomputed.Add(1)
+	}
 	return nil
 }
 

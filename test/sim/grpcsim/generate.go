@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
+	"github.com/smg-go/smg/domain/wire"
 )
 
 // genRequest is a Generate request in engine-neutral form.
@@ -83,6 +85,9 @@ type handoffResult struct {
 // then the token stream. It returns a gRPC status error, never an in-band error.
 func (s *Server) generate(ctx context.Context, req genRequest, send sender) error {
 	s.c.requests.Add(1)
+	if strings.HasPrefix(req.id, wire.CanaryRequestIDPrefix) {
+		s.c.canary.Add(1)
+	}
 	s.c.enter()
 	defer s.c.running.Add(-1)
 	err := s.run(ctx, req, send)
@@ -97,7 +102,7 @@ func (s *Server) generate(ctx context.Context, req genRequest, send sender) erro
 
 func (s *Server) run(parent context.Context, req genRequest, send sender) error {
 	md, _ := metadata.FromIncomingContext(parent)
-	faults, err := requestFaults(md, s.cfg.Role, s.faults)
+	faults, err := requestFaults(md, s.cfg.Role, append(append([]Fault(nil), s.faults...), s.liveFaults()...))
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}

@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/smg-go/smg/domain/wire"
 )
 
 var blockSeq atomic.Int64
@@ -34,6 +36,9 @@ func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults) (hand
 	local := handoffResult{source: 'r'}
 	if s.cfg.Engine == EngineVLLM {
 		return s.vllmHandoff(ctx, req, kf)
+	}
+	if req.hasRoom && req.bootHost == wire.FakeBootstrapHost {
+		return local, nil // SGLang's warmup form: a fake KV sender or receiver, no peer
 	}
 	if !req.hasRoom {
 		if s.cfg.Role == RoleDecode {

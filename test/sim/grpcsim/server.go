@@ -43,6 +43,8 @@ type Server struct {
 	done      chan struct{} // closed by Close: ends KV leases
 	hc        *http.Client  // a decode's side-channel client (own transport, closed by Close)
 	unhealthy atomic.Bool   // SetHealthy(false): HealthCheck answers healthy=false
+	liveMu    sync.RWMutex
+	live      []Fault // faults added at run time (SetFault, POST /sim/fault)
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
@@ -100,6 +102,8 @@ func Start(cfg Config) (*Server, error) {
 		s.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /sim/fault", s.serveFault)
+	mux.HandleFunc("DELETE /sim/fault", s.serveFault)
 	mux.HandleFunc("POST /sim/health", func(w http.ResponseWriter, r *http.Request) {
 		ok, err := strconv.ParseBool(r.URL.Query().Get("ok"))
 		if err != nil {

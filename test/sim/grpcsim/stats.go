@@ -37,6 +37,9 @@ type Stats struct {
 	AbortRPCs int64 `json:"abort_rpcs"`
 	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
 	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
+	// CanaryRequests counts Generate RPCs that are the gateway's canaries (request id
+	// starting with wire.CanaryRequestIDPrefix); they are counted in Requests too.
+	CanaryRequests int64 `json:"canary_requests"`
 	// DPRankRequests counts, with DPSize > 1, the legs per DP rank they landed on (key: the
 	// rank in decimal): the data_parallel_rank pin on SGLang and vLLM, the room's residue
 	// on TokenSpeed.
@@ -50,7 +53,7 @@ type Stats struct {
 type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
 	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
-	lastAbort                                                           atomic.Int64
+	lastAbort, canary                                                   atomic.Int64
 	dpRanks                                                             [maxDPSize]atomic.Int64
 	mm                                                                  mmCounters
 }
@@ -62,14 +65,14 @@ func (c *counters) snapshot() Stats {
 		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
-		DPRankRequests: c.dpSnapshot(),
-		MM:             c.mm.snapshot(),
+		DPRankRequests: c.dpSnapshot(), CanaryRequests: c.canary.Load(),
+		MM: c.mm.snapshot(),
 	}
 }
 
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.sent, &c.received, &c.recomputed, &c.unmatched,
-		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort} {
+		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {

@@ -125,9 +125,10 @@ func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 	}
 }
 
-// An open gRPC SGLang prefill breaker past --cb-timeout-duration-secs is probed by canaries
+// An open gRPC SGLang prefill breaker past --cb-timeout-duration-secs is closed by canaries
 // only (a Generate with the fake bootstrap host, answered without a decode), never by a
-// client's request: --cb-success-threshold passing canaries close it.
+// client's answer, even one served to the lone prefill in panic mode:
+// --cb-success-threshold passing canaries close it.
 func TestGRPCHalfOpenProbesAreCanaries(t *testing.T) {
 	t.Parallel()
 	g, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, func(c *config.Config) {
@@ -146,15 +147,18 @@ func TestGRPCHalfOpenProbesAreCanaries(t *testing.T) {
 		return ss[0].Value
 	}
 	require.Equal(t, float64(1), state(p.URL()), "two failures opened the prefill's breaker")
-	before := p.Stats().Requests
+	before, sent := p.Stats().Requests, p.Stats().HandoffsSent
+	// The lone prefill is in panic mode: a client's request still goes to it, and its
+	// success does not move the open breaker (only canaries do).
 	r := g.Post(t, "/v1/completions", body, nil)
-	require.Equal(t, http.StatusServiceUnavailable, r.Status, "open: no client request reaches it: %s", r.Body)
+	require.Equal(t, http.StatusOK, r.Status, "panic mode: %s", r.Body)
+	require.Equal(t, float64(1), state(p.URL()), "a panic-mode success leaves the breaker open")
 
 	require.Eventually(t, func() bool { return state(p.URL()) == 0 }, 10*time.Second, 20*time.Millisecond,
 		"two passing canaries close it")
 	st := p.Stats()
-	assert.Equal(t, []int64{2, before + 2}, []int64{st.CanaryRequests, st.Requests}, "only the canaries reached it while open and half-open")
-	assert.Zero(t, st.HandoffsSent, "a canary needs no decode")
+	assert.Equal(t, []int64{2, before + 3}, []int64{st.CanaryRequests, st.Requests}, "the panic-mode request and the canaries, nothing else")
+	assert.Equal(t, sent+1, st.HandoffsSent, "the panic-mode request's handoff only: a canary needs no decode")
 	assert.Zero(t, d.Stats().CanaryRequests)
 	r = g.Post(t, "/v1/completions", body, nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)

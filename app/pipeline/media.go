@@ -34,18 +34,35 @@ type mmJob struct {
 	workerSide bool
 }
 
-// mediaPrep fetches media and keeps one image processor per model directory.
+// mediaPrep fetches media, keeps one image processor per model directory and bounds the
+// preparation (mediaLimits).
 type mediaPrep struct {
-	fetch ports.MediaFetcher
-	procs sync.Map // dir → *media.Processor (nil entry: no preprocessor_config.json there)
-	cache *mediaCache
+	fetch  ports.MediaFetcher
+	procs  sync.Map // dir → *media.Processor (nil entry: no preprocessor_config.json there)
+	cache  *mediaCache
+	limits mediaLimits
 }
 
-func newMediaPrep(f ports.MediaFetcher) *mediaPrep {
+func newMediaPrep(f ports.MediaFetcher, cfg config.Config) *mediaPrep {
 	if f == nil {
 		f = mediafetch.New(mediafetch.Options{})
 	}
-	return &mediaPrep{fetch: f, cache: newMediaCache(DefaultMediaCacheBytes)}
+	return &mediaPrep{fetch: f, cache: newMediaCache(DefaultMediaCacheBytes), limits: newMediaLimits(cfg)}
+}
+
+// mediaWaitErr is the request's error for a failed media group: a client error as it is,
+// the caller's cancellation joined, anything else (a fetch that failed) 400 invalid_request.
+func mediaWaitErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	if ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
+	}
+	return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "%v", err)
 }
 
 // processor is the image processor of the prefill's model: the first
@@ -120,31 +137,42 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 	if err != nil {
 		return err
 	}
-	items := make([]media.Item, len(refs))
+	raws := make([][]byte, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, r := range refs {
 		g.Go(func() error {
 			raw, err := pl.media.fetch.Fetch(gctx, r.URL)
-			if err != nil {
-				return err
-			}
-			it, err := pl.media.cache.prepare(proc, raw)
-			if err != nil {
-				return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "image %d: %v", i, err)
-			}
-			items[i] = it
-			return nil
+			raws[i] = raw
+			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		if _, ok := errs.As(err); ok {
+	if err := mediaWaitErr(ctx, g.Wait()); err != nil {
+		return err
+	}
+	// Every header is read before any image is decoded: what the engine cannot receive, or
+	// the pixel limit refuses, is refused without a decode.
+	hds := make([]media.Header, len(raws))
+	for i, raw := range raws {
+		if hds[i], err = proc.Inspect(raw); err != nil {
+			return imageError(i, err)
+		}
+	}
+	if err := pl.media.limits.checkHeaders(hds); err != nil {
+		return err
+	}
+	items := make([]media.Item, len(refs))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i := range raws {
+		g.Go(func() error {
+			it, err := pl.prepareBounded(gctx, i, proc, hds[i], raws[i])
+			items[i] = it
 			return err
-		}
-		if ctx.Err() != nil {
-			return errors.Join(err, ctx.Err())
-		}
-		return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "%v", err)
+		})
+	}
+	if err := mediaWaitErr(ctx, g.Wait()); err != nil {
+		return err
 	}
 	ids, places, err := media.ExpandPlaceholders(j.prompts[0].ids, padID, items)
 	if err != nil {

@@ -91,7 +91,7 @@ func New(d Deps) *Pipeline {
 		d.DeferredAbortWait = DeferredAbortMaxWait
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
-		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media),
+		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media, d.Config),
 		encoder: d.Encoder, encoders: d.Encoders, closing: make(chan struct{})}
 }
 

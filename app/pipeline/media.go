@@ -32,6 +32,8 @@ type mmJob struct {
 	refs       []media.Ref
 	padID      uint32
 	workerSide bool
+	// hold is the media budget the request keeps until its attempt ends (nil: none).
+	hold *mediaHold
 }
 
 // mediaPrep fetches media, keeps one image processor per model directory and bounds the
@@ -137,12 +139,25 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 	if err != nil {
 		return err
 	}
+	hold := &mediaHold{b: pl.media.limits.budget}
+	kept := false // on success the attempt releases the hold
+	defer func() {
+		if !kept {
+			hold.releaseAll()
+		}
+	}()
 	raws := make([][]byte, len(refs))
+	rawHeld := make([]int64, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, r := range refs {
 		g.Go(func() error {
+			if err := hold.acquire(gctx, pl.media.limits, i, fetchReserve, "fetch"); err != nil {
+				return err
+			}
 			raw, err := pl.media.fetch.Fetch(gctx, r.URL)
+			rawHeld[i] = min(int64(len(raw)), fetchReserve)
+			hold.release(fetchReserve - rawHeld[i]) // keep what was received
 			raws[i] = raw
 			return err
 		})
@@ -166,8 +181,10 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 	g.SetLimit(4)
 	for i := range raws {
 		g.Go(func() error {
-			it, err := pl.prepareBounded(gctx, i, proc, hds[i], raws[i])
+			it, err := pl.prepareBounded(gctx, hold, i, proc, hds[i], raws[i])
 			items[i] = it
+			hold.release(rawHeld[i]) // the fetched bytes are no longer needed
+			raws[i] = nil
 			return err
 		})
 	}
@@ -179,6 +196,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 		return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported, "model '%s': %v (does its chat template render images?)", j.name, err)
 	}
 	j.prompts[0].ids = ids
-	j.mm = &mmJob{items: items, places: places, refs: refs, padID: padID}
+	j.mm = &mmJob{items: items, places: places, refs: refs, padID: padID, hold: hold}
+	kept = true
 	return nil
 }

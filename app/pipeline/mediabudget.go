@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 
+	"github.com/smg-go/smg/adapters/mediafetch"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/media"
@@ -39,6 +42,61 @@ const collectAfterBytes = 64 << 20
 // mediaShedRetryAfterSecs is the Retry-After of a request shed for the media budget.
 const mediaShedRetryAfterSecs = 1
 
+// fetchReserve is the budget bytes reserved for one fetch before its size is known: the
+// fetcher's per-item limit (mediafetch.DefaultMaxBytes), shrunk to the bytes received.
+const fetchReserve = mediafetch.DefaultMaxBytes
+
+// mediaHold is the budget bytes one request holds without a slot: fetched images until
+// they are prepared, prepared pixel values until the attempt ends. Safe for concurrent use.
+type mediaHold struct {
+	b *media.Budget
+	n atomic.Int64
+}
+
+// acquire reserves n bytes for the request, shedding as Budget.Acquire does.
+func (h *mediaHold) acquire(ctx context.Context, l mediaLimits, i int, n int64, what string) error {
+	if err := h.b.AcquireBytes(ctx, n, l.wait); err != nil {
+		return budgetError(l, i, n, what, err)
+	}
+	h.n.Add(n)
+	return nil
+}
+
+// add counts n bytes the request holds (kept by a Shrink).
+func (h *mediaHold) add(n int64) { h.n.Add(n) }
+
+// release returns n of the request's bytes.
+func (h *mediaHold) release(n int64) {
+	h.n.Add(-n)
+	h.b.ReleaseBytes(n)
+}
+
+// releaseAll returns every byte the request still holds; safe to call more than once.
+func (h *mediaHold) releaseAll() {
+	if h == nil {
+		return
+	}
+	h.b.ReleaseBytes(h.n.Swap(0))
+}
+
+// budgetError is the client error of a budget reservation that failed: 413 for one larger
+// than the whole budget, 503 with Retry-After for a budget that stayed full, else err.
+func budgetError(l mediaLimits, i int, n int64, what string, err error) error {
+	switch {
+	case errors.Is(err, media.ErrOverBudget):
+		return errs.New(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
+			"image %d needs about %d MiB to %s, more than the whole media budget of %d MiB (--media-memory-budget-mb)",
+			i, n>>20, what, l.budget.MaxBytes()>>20)
+	case errors.Is(err, media.ErrBudgetBusy):
+		e := errs.New(http.StatusServiceUnavailable, wire.CodeOverloadShed,
+			"the gateway's media preparation budget stayed full for %s (image %d needs about %d MiB to %s; --media-memory-budget-mb, --media-max-concurrency); retry later",
+			l.wait, i, n>>20, what)
+		e.RetryAfterSecs = mediaShedRetryAfterSecs
+		return e
+	}
+	return err
+}
+
 // checkHeaders refuses, from the images' headers alone, a request the engine could not
 // receive: 413 payload_too_large when the pixel values of all its images exceed the
 // engine's gRPC message limit, naming both sizes.
@@ -60,34 +118,32 @@ func (l mediaLimits) checkHeaders(hds []media.Header) error {
 }
 
 // prepareBounded prepares one image under the media budget: it reserves the header's
-// estimated working memory (waiting up to the budget wait), decodes, releases, and collects
-// garbage after a large preparation. Errors are the client's: 413 payload_too_large for an
-// image above the whole budget or the pixel limit, 503 worker_overload_protection_shed with
-// Retry-After when the budget stayed full, 400 invalid_request for an undecodable image.
-func (pl *Pipeline) prepareBounded(ctx context.Context, i int, proc *media.Processor, hd media.Header, raw []byte) (media.Item, error) {
+// estimated working memory and a slot (waiting up to the budget wait), decodes, returns the
+// slot and all but the payload, which the request's hold keeps until the attempt ends, and
+// collects garbage after a large preparation. A cached item reserves only its payload.
+// Errors are the client's: 413 payload_too_large for an image above the whole budget,
+// 503 worker_overload_protection_shed with Retry-After when the budget stayed full, 400
+// invalid_request for an undecodable image.
+func (pl *Pipeline) prepareBounded(ctx context.Context, hold *mediaHold, i int, proc *media.Processor, hd media.Header, raw []byte) (media.Item, error) {
 	c := pl.media.cache
+	l := pl.media.limits
 	k := c.key(proc, raw)
 	if it, ok := c.get(k); ok {
+		if err := hold.acquire(ctx, l, i, hd.PayloadBytes, "send"); err != nil {
+			return media.Item{}, err
+		}
 		return it, nil
 	}
-	l := pl.media.limits
 	if err := l.budget.Acquire(ctx, hd.DecodeBytes, l.wait); err != nil {
-		switch {
-		case errors.Is(err, media.ErrOverBudget):
-			return media.Item{}, errs.New(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
-				"image %d (%dx%d) needs about %d MiB to prepare, more than the whole media budget of %d MiB (--media-memory-budget-mb)",
-				i, hd.Width, hd.Height, hd.DecodeBytes>>20, l.budget.MaxBytes()>>20)
-		case errors.Is(err, media.ErrBudgetBusy):
-			e := errs.New(http.StatusServiceUnavailable, wire.CodeOverloadShed,
-				"the gateway's media preparation budget stayed full for %s (image %d needs about %d MiB; --media-memory-budget-mb, --media-max-concurrency); retry later",
-				l.wait, i, hd.DecodeBytes>>20)
-			e.RetryAfterSecs = mediaShedRetryAfterSecs
-			return media.Item{}, e
-		}
-		return media.Item{}, err
+		return media.Item{}, budgetError(l, i, hd.DecodeBytes, fmt.Sprintf("prepare (%dx%d)", hd.Width, hd.Height), err)
 	}
 	it, err := proc.ProcessImage(raw)
-	l.budget.Release(hd.DecodeBytes)
+	keep := hd.PayloadBytes
+	if err != nil {
+		keep = 0
+	}
+	l.budget.Shrink(hd.DecodeBytes, keep)
+	hold.add(keep)
 	if hd.DecodeBytes >= collectAfterBytes {
 		runtime.GC()
 	}

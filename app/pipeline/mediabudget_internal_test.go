@@ -60,7 +60,7 @@ func TestPrepareBoundedShedsWhenTheBudgetIsFull(t *testing.T) {
 
 	require.NoError(t, pl.media.limits.budget.Acquire(context.Background(), 0, 0)) // the only slot
 	before := media.Decodes()
-	_, err = pl.prepareBounded(context.Background(), 0, proc, hd, raw)
+	_, err = pl.prepareBounded(context.Background(), &mediaHold{b: pl.media.limits.budget}, 0, proc, hd, raw)
 	e, ok := errs.As(err)
 	require.True(t, ok, err)
 	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
@@ -70,21 +70,27 @@ func TestPrepareBoundedShedsWhenTheBudgetIsFull(t *testing.T) {
 	assert.Equal(t, before, media.Decodes(), "shed before decoding")
 
 	pl.media.limits.budget.Release(0)
-	it, err := pl.prepareBounded(context.Background(), 0, proc, hd, raw)
+	hold := &mediaHold{b: pl.media.limits.budget}
+	it, err := pl.prepareBounded(context.Background(), hold, 0, proc, hd, raw)
 	require.NoError(t, err)
 	assert.Equal(t, before+1, media.Decodes())
 	assert.Equal(t, hd.PixelBytes, 4*int64(len(it.PixelValues)))
 	s, n := pl.media.limits.budget.InUse()
-	assert.Zero(t, s, "released")
-	assert.Zero(t, n)
+	assert.Zero(t, s, "the slot is returned")
+	assert.Equal(t, hd.PayloadBytes, n, "the pixel values stay reserved until the attempt ends")
+	hold.releaseAll()
+	hold.releaseAll()
+	s, n = pl.media.limits.budget.InUse()
+	assert.Zero(t, s)
+	assert.Zero(t, n, "released once")
 
 	tiny := budgetPipeline(func(c *config.Config) { c.MediaMemoryBudgetMB = 1 })
 	huge := media.Header{Width: 8000, Height: 8000, DecodeBytes: 1 << 30}
-	_, err = tiny.prepareBounded(context.Background(), 2, proc, huge, pngBytes(t, 8, 8, 1))
+	_, err = tiny.prepareBounded(context.Background(), &mediaHold{b: tiny.media.limits.budget}, 2, proc, huge, pngBytes(t, 8, 8, 1))
 	e, ok = errs.As(err)
 	require.True(t, ok, err)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, e.Status)
 	assert.Equal(t, "payload_too_large", e.Code)
-	assert.Contains(t, e.Message, "image 2 (8000x8000) needs about 1024 MiB")
+	assert.Contains(t, e.Message, "image 2 needs about 1024 MiB to prepare (8000x8000)")
 	assert.Equal(t, before+1, media.Decodes())
 }

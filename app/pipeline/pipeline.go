@@ -129,6 +129,9 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	if err := pl.prepareMedia(ctx, j, proto, p); err != nil {
 		return false, err
 	}
+	if j.mm != nil {
+		defer j.mm.hold.releaseAll() // the pixel values live until the attempt ends
+	}
 	if err := checkContext(j, p, dc); err != nil {
 		return false, err
 	}

@@ -72,3 +72,28 @@ func TestBudgetWaitEndsWithTheContext(t *testing.T) {
 	b.Release(1)
 	require.NoError(t, b.Acquire(context.Background(), 1, 0), "the cancelled waiter left the queue")
 }
+
+// Bytes held without a slot (fetched images, pixel values on their way) count against the
+// memory budget but not against the concurrency; Shrink keeps part of a preparation's bytes
+// after its slot is returned.
+func TestBudgetBytesWithoutASlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := media.NewBudget(1, 100)
+	require.NoError(t, b.Acquire(ctx, 50, 0))
+	require.NoError(t, b.AcquireBytes(ctx, 30, 0), "no slot needed")
+	err := b.AcquireBytes(ctx, 30, 10*time.Millisecond)
+	assert.ErrorIs(t, err, media.ErrBudgetBusy, "50+30+30 > 100")
+
+	b.Shrink(50, 20) // the preparation ends, its payload stays
+	s, n := b.InUse()
+	assert.Zero(t, s)
+	assert.EqualValues(t, 50, n)
+	require.NoError(t, b.Acquire(ctx, 50, 0), "the slot is free again")
+	b.Release(50)
+	b.ReleaseBytes(20)
+	b.ReleaseBytes(30)
+	s, n = b.InUse()
+	assert.Zero(t, s)
+	assert.Zero(t, n)
+}

@@ -18,9 +18,12 @@ type Header struct {
 	PixelBytes int64
 	// DecodeBytes estimates the peak working memory of preparing the item, in bytes: the
 	// decoded frame and its RGB copy (Width*Height*4 each), the horizontal resize pass
-	// (ResizedWidth*Height*4), the resized frame (ResizedWidth*ResizedHeight*4) and the pixel
-	// values twice (float32 patch rows and their little-endian bytes).
+	// (ResizedWidth*Height*4), the resized frame (ResizedWidth*ResizedHeight*4) and
+	// PayloadBytes.
 	DecodeBytes int64
+	// PayloadBytes is what the prepared item keeps while its request runs: the float32
+	// patch rows, their little-endian copy and the marshalled gRPC message (3*PixelBytes).
+	PayloadBytes int64
 }
 
 // Inspect reads only raw's header (image.DecodeConfig) and returns the Header of the item
@@ -47,6 +50,7 @@ func (p *Processor) Inspect(raw []byte) (Header, error) {
 	}
 	hd := Header{Width: cfg.Width, Height: cfg.Height, ResizedWidth: rw, ResizedHeight: rh}
 	hd.PixelBytes = int64(rw) * int64(rh) * 3 * int64(c.TemporalPatchSize) * 4
-	hd.DecodeBytes = 2*w*h*4 + int64(rw)*h*4 + int64(rw)*int64(rh)*4 + 2*hd.PixelBytes
+	hd.PayloadBytes = 3 * hd.PixelBytes
+	hd.DecodeBytes = 2*w*h*4 + int64(rw)*h*4 + int64(rw)*int64(rh)*4 + hd.PayloadBytes
 	return hd, nil
 }

@@ -3,8 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"net/http"
 	"fmt"
+	"net/http"
 	"runtime"
 	"sync/atomic"
 	"time"

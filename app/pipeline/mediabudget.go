@@ -72,11 +72,22 @@ func (h *mediaHold) release(n int64) {
 }
 
 // releaseAll returns every byte the request still holds; safe to call more than once.
-func (h *mediaHold) releaseAll() {
+// It returns how many bytes it released.
+func (h *mediaHold) releaseAll() int64 {
 	if h == nil {
-		return
+		return 0
 	}
-	h.b.ReleaseBytes(h.n.Swap(0))
+	n := h.n.Swap(0)
+	h.b.ReleaseBytes(n)
+	return n
+}
+
+// endAttempt releases the request's hold when its attempt ends and, when it held at least
+// collectAfterBytes, collects the pixel values it leaves behind at once.
+func (h *mediaHold) endAttempt() {
+	if h.releaseAll() >= collectAfterBytes {
+		runtime.GC()
+	}
 }
 
 // budgetError is the client error of a budget reservation that failed: 413 for one larger

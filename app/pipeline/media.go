@@ -139,7 +139,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 	if err != nil {
 		return err
 	}
-	hold := &mediaHold{b: pl.media.limits.budget}
+	hold := &mediaHold{l: pl.media.limits}
 	kept := false // on success the attempt releases the hold
 	defer func() {
 		if !kept {
@@ -157,7 +157,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 			}
 			raw, err := pl.media.fetch.Fetch(gctx, r.URL)
 			rawHeld[i] = min(int64(len(raw)), fetchReserve)
-			hold.release(fetchReserve - rawHeld[i]) // keep what was received
+			hold.release(fetchReserve-rawHeld[i], false) // keep what was received
 			raws[i] = raw
 			return err
 		})
@@ -183,8 +183,8 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 		g.Go(func() error {
 			it, err := pl.prepareBounded(gctx, hold, i, proc, hds[i], raws[i])
 			items[i] = it
-			hold.release(rawHeld[i]) // the fetched bytes are no longer needed
 			raws[i] = nil
+			hold.release(rawHeld[i], true) // the fetched bytes are no longer needed
 			return err
 		})
 	}

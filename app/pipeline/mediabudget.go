@@ -23,6 +23,8 @@ type mediaLimits struct {
 	messageBytes int64
 	budget       *media.Budget
 	wait         time.Duration
+	// garbage counts the bytes of media memory given up since the last collection.
+	garbage *atomic.Int64
 }
 
 func newMediaLimits(cfg config.Config) mediaLimits {
@@ -30,13 +32,25 @@ func newMediaLimits(cfg config.Config) mediaLimits {
 		messageBytes: int64(cfg.EngineMaxMessageMB) << 20,
 		budget:       media.NewBudget(cfg.MediaMaxConcurrency, int64(cfg.MediaMemoryBudgetMB)<<20),
 		wait:         time.Duration(cfg.MediaBudgetWaitMS) * time.Millisecond,
+		garbage:      new(atomic.Int64),
 	}
 }
 
-// collectAfterBytes is the working memory above which a finished preparation runs the
-// garbage collector at once: its frames are garbage the moment it returns, and under
-// --gogc 400 they would otherwise stay on the heap until it grows to five times its live
-// size. A collection costs milliseconds; a decode this large costs far more.
+// discarded counts n bytes of media memory (decode frames, fetched images, pixel values)
+// that just became garbage, and runs the collector once collectAfterBytes have piled up
+// since the last time: media garbage is so bounded by the budget, not left to --gogc
+// (400 %: five times the live heap) or a soft memory limit far above the budget.
+func (l mediaLimits) discarded(n int64) {
+	if n <= 0 || l.garbage.Add(n) < collectAfterBytes {
+		return
+	}
+	l.garbage.Store(0)
+	runtime.GC()
+}
+
+// collectAfterBytes is the media garbage (bytes) after which the collector runs at once
+// (mediaLimits.discarded). A collection costs milliseconds; preparing this much media costs
+// far more.
 const collectAfterBytes = 64 << 20
 
 // mediaShedRetryAfterSecs is the Retry-After of a request shed for the media budget.
@@ -49,13 +63,13 @@ const fetchReserve = mediafetch.DefaultMaxBytes
 // mediaHold is the budget bytes one request holds without a slot: fetched images until
 // they are prepared, prepared pixel values until the attempt ends. Safe for concurrent use.
 type mediaHold struct {
-	b *media.Budget
+	l mediaLimits
 	n atomic.Int64
 }
 
 // acquire reserves n bytes for the request, shedding as Budget.Acquire does.
 func (h *mediaHold) acquire(ctx context.Context, l mediaLimits, i int, n int64, what string) error {
-	if err := h.b.AcquireBytes(ctx, n, l.wait); err != nil {
+	if err := h.l.budget.AcquireBytes(ctx, n, l.wait); err != nil {
 		return budgetError(l, i, n, what, err)
 	}
 	h.n.Add(n)
@@ -65,29 +79,25 @@ func (h *mediaHold) acquire(ctx context.Context, l mediaLimits, i int, n int64, 
 // add counts n bytes the request holds (kept by a Shrink).
 func (h *mediaHold) add(n int64) { h.n.Add(n) }
 
-// release returns n of the request's bytes.
-func (h *mediaHold) release(n int64) {
+// release returns n of the request's bytes; garbage says whether they were allocated
+// (and are now garbage) or only reserved.
+func (h *mediaHold) release(n int64, garbage bool) {
 	h.n.Add(-n)
-	h.b.ReleaseBytes(n)
+	h.l.budget.ReleaseBytes(n)
+	if garbage {
+		h.l.discarded(n)
+	}
 }
 
-// releaseAll returns every byte the request still holds; safe to call more than once.
-// It returns how many bytes it released.
-func (h *mediaHold) releaseAll() int64 {
+// releaseAll returns every byte the request still holds, as garbage; safe to call more than
+// once, and on a nil hold.
+func (h *mediaHold) releaseAll() {
 	if h == nil {
-		return 0
+		return
 	}
 	n := h.n.Swap(0)
-	h.b.ReleaseBytes(n)
-	return n
-}
-
-// endAttempt releases the request's hold when its attempt ends and, when it held at least
-// collectAfterBytes, collects the pixel values it leaves behind at once.
-func (h *mediaHold) endAttempt() {
-	if h.releaseAll() >= collectAfterBytes {
-		runtime.GC()
-	}
+	h.l.budget.ReleaseBytes(n)
+	h.l.discarded(n)
 }
 
 // budgetError is the client error of a budget reservation that failed: 413 for one larger
@@ -129,9 +139,8 @@ func (l mediaLimits) checkHeaders(hds []media.Header) error {
 }
 
 // prepareBounded prepares one image under the media budget: it reserves the header's
-// estimated working memory and a slot (waiting up to the budget wait), decodes, returns the
-// slot and all but the payload, which the request's hold keeps until the attempt ends, and
-// collects garbage after a large preparation. A cached item reserves only its payload.
+// estimated working memory and a slot (waiting up to the budget wait), decodes, and returns
+// the slot and all but the payload, which the request's hold keeps until the attempt ends. A cached item reserves only its payload.
 // Errors are the client's: 413 payload_too_large for an image above the whole budget,
 // 503 worker_overload_protection_shed with Retry-After when the budget stayed full, 400
 // invalid_request for an undecodable image.
@@ -155,9 +164,7 @@ func (pl *Pipeline) prepareBounded(ctx context.Context, hold *mediaHold, i int, 
 	}
 	l.budget.Shrink(hd.DecodeBytes, keep)
 	hold.add(keep)
-	if hd.DecodeBytes >= collectAfterBytes {
-		runtime.GC()
-	}
+	l.discarded(hd.DecodeBytes - keep)
 	if err != nil {
 		return media.Item{}, imageError(i, err)
 	}

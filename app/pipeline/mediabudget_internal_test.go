@@ -60,7 +60,7 @@ func TestPrepareBoundedShedsWhenTheBudgetIsFull(t *testing.T) {
 
 	require.NoError(t, pl.media.limits.budget.Acquire(context.Background(), 0, 0)) // the only slot
 	before := media.Decodes()
-	_, err = pl.prepareBounded(context.Background(), &mediaHold{b: pl.media.limits.budget}, 0, proc, hd, raw)
+	_, err = pl.prepareBounded(context.Background(), &mediaHold{l: pl.media.limits}, 0, proc, hd, raw)
 	e, ok := errs.As(err)
 	require.True(t, ok, err)
 	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
@@ -70,7 +70,7 @@ func TestPrepareBoundedShedsWhenTheBudgetIsFull(t *testing.T) {
 	assert.Equal(t, before, media.Decodes(), "shed before decoding")
 
 	pl.media.limits.budget.Release(0)
-	hold := &mediaHold{b: pl.media.limits.budget}
+	hold := &mediaHold{l: pl.media.limits}
 	it, err := pl.prepareBounded(context.Background(), hold, 0, proc, hd, raw)
 	require.NoError(t, err)
 	assert.Equal(t, before+1, media.Decodes())
@@ -86,7 +86,7 @@ func TestPrepareBoundedShedsWhenTheBudgetIsFull(t *testing.T) {
 
 	tiny := budgetPipeline(func(c *config.Config) { c.MediaMemoryBudgetMB = 1 })
 	huge := media.Header{Width: 8000, Height: 8000, DecodeBytes: 1 << 30}
-	_, err = tiny.prepareBounded(context.Background(), &mediaHold{b: tiny.media.limits.budget}, 2, proc, huge, pngBytes(t, 8, 8, 1))
+	_, err = tiny.prepareBounded(context.Background(), &mediaHold{l: tiny.media.limits}, 2, proc, huge, pngBytes(t, 8, 8, 1))
 	e, ok = errs.As(err)
 	require.True(t, ok, err)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, e.Status)

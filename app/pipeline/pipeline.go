@@ -130,7 +130,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 		return false, err
 	}
 	if j.mm != nil {
-		defer j.mm.hold.endAttempt() // the pixel values live until the attempt ends
+		defer j.mm.hold.releaseAll() // the pixel values live until the attempt ends
 	}
 	if err := checkContext(j, p, dc); err != nil {
 		return false, err

@@ -6,15 +6,17 @@ import (
 )
 
 // Backoff of a worker whose GetTokenizer bundle failed (fetch, digest, zip bounds or
-// tokenizer parse): it is not asked again for DefaultBundleBackoff, then twice as long after
-// each further failure, up to MaxBundleBackoff. A bad bundle is so fetched and inflated at
-// most once per window, however many requests need the model.
+// tokenizer parse), and of a local tokenizer source that failed to load (a hub id, which
+// reads nothing, excepted): it is not tried again for DefaultBundleBackoff, then twice as
+// long after each further failure, up to MaxBundleBackoff. A bad bundle or file is so read,
+// inflated and parsed at most once per window, however many requests need the model.
 const (
 	DefaultBundleBackoff = 15 * time.Second
 	MaxBundleBackoff     = 10 * time.Minute
 )
 
-// bundleFailures is the negative cache of failed bundles, keyed by worker URL. Safe for
+// bundleFailures is the negative cache of failed tokenizer sources, keyed by worker URL or
+// by "path " + local path. Safe for
 // concurrent use.
 type bundleFailures struct {
 	initial, max time.Duration

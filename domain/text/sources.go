@@ -57,9 +57,9 @@ func WorkerSources(labels map[string]string, tokenizerPath, modelPath string) []
 
 // Registry loads each model's text pipeline once and shares it: concurrent first requests for
 // a model wait for one load; a successful load is kept, a failed one is retried by the next
-// request, except that a worker whose GetTokenizer bundle failed is not asked again until
-// its backoff passes (DefaultBundleBackoff, doubling to MaxBundleBackoff). Safe for
-// concurrent use.
+// request, except that a local source that failed to load, or a worker whose GetTokenizer
+// bundle failed, is not tried again until its backoff passes (DefaultBundleBackoff, doubling
+// to MaxBundleBackoff). Safe for concurrent use.
 type Registry struct {
 	files   Files
 	fetcher BundleFetcher
@@ -143,11 +143,22 @@ const LoadTimeout = 300 * time.Second
 func (r *Registry) load(ctx context.Context, model string, sources []Source, workers []string) (*Model, error) {
 	var tried []string
 	for _, s := range sources {
+		key := "path " + s.Path
+		if f, left, ok := r.failed.blocked(key); ok {
+			tried = append(tried, fmt.Sprintf("%s %s: %v (not read again for %s)", s.Origin, s.Path, f.err, left.Round(time.Second)))
+			continue
+		}
 		m, err := LoadModel(r.files, s.Path, r.opts)
 		if err == nil {
+			r.failed.succeed(key)
 			return m, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s %s: %v", s.Origin, s.Path, err))
+		if errors.Is(err, ErrHubID) { // nothing was read
+			tried = append(tried, fmt.Sprintf("%s %s: %v", s.Origin, s.Path, err))
+			continue
+		}
+		next := r.failed.fail(key, err)
+		tried = append(tried, fmt.Sprintf("%s %s: %v (not read again for %s)", s.Origin, s.Path, err, next))
 	}
 	if r.fetcher != nil {
 		for _, w := range workers {

@@ -243,3 +243,34 @@ func TestRegistryRemembersAFailedBundle(t *testing.T) {
 	assert.Equal(t, "GetTokenizer "+w, m.Source)
 	assert.Equal(t, int32(4), f.calls.Load())
 }
+
+// A local source that failed to load is not read again within its backoff window: a file
+// fixed in the meantime is picked up once the window passed.
+func TestRegistryRemembersAFailedLocalSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("\x00 not json"), 0o600))
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	reg := text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{})
+	reg.SetBundleBackoff(10*time.Second, time.Minute, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	src := []text.Source{{Origin: "label tokenizer_path", Path: dir}}
+
+	_, err := reg.Get(context.Background(), "m", src, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not read again for 10s")
+
+	good, err := os.ReadFile(filepath.Join(texttest.Dir(t, texttest.Qwen3), "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), good, 0o600))
+	_, err = reg.Get(context.Background(), "m", src, nil)
+	require.Error(t, err, "within the window the file is not read again")
+	assert.Contains(t, err.Error(), "invalid character", "the remembered failure is named")
+
+	mu.Lock()
+	now = now.Add(10 * time.Second)
+	mu.Unlock()
+	m, err := reg.Get(context.Background(), "m", src, nil)
+	require.NoError(t, err)
+	assert.Equal(t, dir, m.Source)
+}

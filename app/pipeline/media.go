@@ -152,7 +152,7 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 	g.SetLimit(4)
 	for i, r := range refs {
 		g.Go(func() error {
-			if err := hold.acquire(gctx, pl.media.limits, i, fetchReserve, "fetch"); err != nil {
+			if err := hold.acquire(gctx, i, fetchReserve, "fetch"); err != nil {
 				return err
 			}
 			raw, err := pl.media.fetch.Fetch(gctx, r.URL)

@@ -68,9 +68,9 @@ type mediaHold struct {
 }
 
 // acquire reserves n bytes for the request, shedding as Budget.Acquire does.
-func (h *mediaHold) acquire(ctx context.Context, l mediaLimits, i int, n int64, what string) error {
-	if err := h.l.budget.AcquireBytes(ctx, n, l.wait); err != nil {
-		return budgetError(l, i, n, what, err)
+func (h *mediaHold) acquire(ctx context.Context, i int, n int64, what string) error {
+	if err := h.l.budget.AcquireBytes(ctx, n, h.l.wait); err != nil {
+		return budgetError(h.l, i, n, what, err)
 	}
 	h.n.Add(n)
 	return nil
@@ -149,7 +149,7 @@ func (pl *Pipeline) prepareBounded(ctx context.Context, hold *mediaHold, i int, 
 	l := pl.media.limits
 	k := c.key(proc, raw)
 	if it, ok := c.get(k); ok {
-		if err := hold.acquire(ctx, l, i, hd.PayloadBytes, "send"); err != nil {
+		if err := hold.acquire(ctx, i, hd.PayloadBytes, "send"); err != nil {
 			return media.Item{}, err
 		}
 		return it, nil

@@ -136,6 +136,9 @@ func (f *Fetcher) http(ctx context.Context, raw string) ([]byte, error) {
 		return nil, bad("media item %s is larger than %d bytes", redact(raw), f.max)
 	}
 	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead) // one allocation, not a doubling series of garbage
+	}
 	n, err := io.Copy(&buf, io.LimitReader(resp.Body, f.max+1))
 	if err != nil {
 		return nil, bad("fetching media %s: %v", redact(raw), err)

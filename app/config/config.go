@@ -75,6 +75,23 @@ type Config struct {
 	// "gateway" (default: fetch, resize, patch and expand placeholders here) or "worker"
 	// (the engine takes the media references; seed "Multimodal Requests", "EPD").
 	MMProcessing string
+	// EngineMaxMessageMB is --engine-max-message-mb, 4: the gRPC receive limit of the
+	// engines, in MiB (grpc-go's and grpcio's default MaxRecvMsgSize is 4 MiB; raise it to
+	// what the engines are started with). With --mm-processing gateway, a request whose
+	// images' pixel values, predicted from their headers, exceed it is refused with 413
+	// before any image is decoded. 0 turns the check off.
+	EngineMaxMessageMB int
+	// MediaMaxConcurrency is --media-max-concurrency, 4: images prepared (decoded, resized,
+	// patched) at once by the whole gateway.
+	MediaMaxConcurrency int
+	// MediaMemoryBudgetMB is --media-memory-budget-mb, 1024: the estimated working memory
+	// (from each image's header) of the images being prepared at once, in MiB. An image
+	// larger than the whole budget is refused with 413; one that does not fit waits up to
+	// MediaBudgetWaitMS and is then shed with 503 and Retry-After.
+	MediaMemoryBudgetMB int
+	// MediaBudgetWaitMS is --media-budget-wait-ms, 2000: how long an image waits for room in
+	// the media budget, in milliseconds, before its request is shed.
+	MediaBudgetWaitMS int
 	// RedisKeyPrefix starts every Redis key and channel of the shared state
 	// (--redis-key-prefix, "smg:"): deployments that share one Redis database keep apart
 	// with different prefixes; replicas of one deployment must use the same.
@@ -156,6 +173,11 @@ type Config struct {
 	// 100 collects about 11 times a second under load). GOMEMLIMIT follows the container's
 	// memory limit either way.
 	GOGC int
+	// MemoryLimitMB is --memory-limit-mb, 0: the Go runtime's soft memory limit in MiB
+	// (runtime/debug.SetMemoryLimit). 0 chooses one when GOMEMLIMIT is not set: 90 % of the
+	// cgroup (container) memory limit, or else 50 % of the machine's memory. GOMEMLIMIT in
+	// the environment wins over both.
+	MemoryLimitMB int
 
 	// Request bodies: how long a data-plane client may take to send its body.
 	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed
@@ -211,6 +233,10 @@ func Default() Config {
 		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,
 		MMProcessing:               MMProcessingGateway,
+		EngineMaxMessageMB:         4,
+		MediaMaxConcurrency:        4,
+		MediaMemoryBudgetMB:        1024,
+		MediaBudgetWaitMS:          2000,
 		RetryMaxRetries:            5,
 		RetryInitialBackoffMS:      50,
 		RetryMaxBackoffMS:          30000,

@@ -223,6 +223,16 @@ func (c Config) validatePolicies() error {
 	if c.MMProcessing != MMProcessingGateway && c.MMProcessing != MMProcessingWorker {
 		return bad("--mm-processing", "unknown mode %q (expected gateway or worker)", c.MMProcessing)
 	}
+	switch {
+	case c.EngineMaxMessageMB < 0:
+		return bad("--engine-max-message-mb", "must be 0 (no check) or more MiB (got %d)", c.EngineMaxMessageMB)
+	case c.MediaMaxConcurrency < 1:
+		return bad("--media-max-concurrency", "must be 1 or more images (got %d)", c.MediaMaxConcurrency)
+	case c.MediaMemoryBudgetMB < 1:
+		return bad("--media-memory-budget-mb", "must be 1 or more MiB (got %d)", c.MediaMemoryBudgetMB)
+	case c.MediaBudgetWaitMS < 0:
+		return bad("--media-budget-wait-ms", "must be 0 or more ms (got %d)", c.MediaBudgetWaitMS)
+	}
 	return nil
 }
 
@@ -365,6 +375,9 @@ func (c Config) validateObservability() error {
 	}
 	if c.LogFormat != "" && !contains(LogFormats, c.LogFormat) {
 		return bad("--log-format", "unknown format %q (expected json, text or cloud)", c.LogFormat)
+	}
+	if c.MemoryLimitMB < 0 {
+		return bad("--memory-limit-mb", "must be 0 (automatic) or more MiB (got %d)", c.MemoryLimitMB)
 	}
 	if c.GOGC < 1 {
 		return bad("--gogc", "must be 1 or more percent (got %d); GOGC=off in the environment turns the collector off", c.GOGC)

@@ -32,20 +32,39 @@ type mmJob struct {
 	refs       []media.Ref
 	padID      uint32
 	workerSide bool
+	// hold is the media budget the request keeps until its attempt ends (nil: none).
+	hold *mediaHold
 }
 
-// mediaPrep fetches media and keeps one image processor per model directory.
+// mediaPrep fetches media, keeps one image processor per model directory and bounds the
+// preparation (mediaLimits).
 type mediaPrep struct {
-	fetch ports.MediaFetcher
-	procs sync.Map // dir → *media.Processor (nil entry: no preprocessor_config.json there)
-	cache *mediaCache
+	fetch  ports.MediaFetcher
+	procs  sync.Map // dir → *media.Processor (nil entry: no preprocessor_config.json there)
+	cache  *mediaCache
+	limits mediaLimits
 }
 
-func newMediaPrep(f ports.MediaFetcher) *mediaPrep {
+func newMediaPrep(f ports.MediaFetcher, cfg config.Config) *mediaPrep {
 	if f == nil {
 		f = mediafetch.New(mediafetch.Options{})
 	}
-	return &mediaPrep{fetch: f, cache: newMediaCache(DefaultMediaCacheBytes)}
+	return &mediaPrep{fetch: f, cache: newMediaCache(DefaultMediaCacheBytes), limits: newMediaLimits(cfg)}
+}
+
+// mediaWaitErr is the request's error for a failed media group: a client error as it is,
+// the caller's cancellation joined, anything else (a fetch that failed) 400 invalid_request.
+func mediaWaitErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	if ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
+	}
+	return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "%v", err)
 }
 
 // processor is the image processor of the prefill's model: the first
@@ -120,37 +139,64 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 	if err != nil {
 		return err
 	}
-	items := make([]media.Item, len(refs))
+	hold := &mediaHold{l: pl.media.limits}
+	kept := false // on success the attempt releases the hold
+	defer func() {
+		if !kept {
+			hold.releaseAll()
+		}
+	}()
+	raws := make([][]byte, len(refs))
+	rawHeld := make([]int64, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, r := range refs {
 		g.Go(func() error {
-			raw, err := pl.media.fetch.Fetch(gctx, r.URL)
-			if err != nil {
+			if err := hold.acquire(gctx, i, fetchReserve, "fetch"); err != nil {
 				return err
 			}
-			it, err := pl.media.cache.prepare(proc, raw)
-			if err != nil {
-				return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "image %d: %v", i, err)
-			}
-			items[i] = it
-			return nil
+			raw, err := pl.media.fetch.Fetch(gctx, r.URL)
+			rawHeld[i] = min(int64(len(raw)), fetchReserve)
+			hold.release(fetchReserve-rawHeld[i], false) // keep what was received
+			raws[i] = raw
+			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		if _, ok := errs.As(err); ok {
+	if err := mediaWaitErr(ctx, g.Wait()); err != nil {
+		return err
+	}
+	// Every header is read before any image is decoded: what the engine cannot receive, or
+	// the pixel limit refuses, is refused without a decode.
+	hds := make([]media.Header, len(raws))
+	for i, raw := range raws {
+		if hds[i], err = proc.Inspect(raw); err != nil {
+			return imageError(i, err)
+		}
+	}
+	if err := pl.media.limits.checkHeaders(hds); err != nil {
+		return err
+	}
+	items := make([]media.Item, len(refs))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i := range raws {
+		g.Go(func() error {
+			it, err := pl.prepareBounded(gctx, hold, i, proc, hds[i], raws[i])
+			items[i] = it
+			raws[i] = nil
+			hold.release(rawHeld[i], true) // the fetched bytes are no longer needed
 			return err
-		}
-		if ctx.Err() != nil {
-			return errors.Join(err, ctx.Err())
-		}
-		return errs.New(http.StatusBadRequest, wire.CodeInvalidRequest, "%v", err)
+		})
+	}
+	if err := mediaWaitErr(ctx, g.Wait()); err != nil {
+		return err
 	}
 	ids, places, err := media.ExpandPlaceholders(j.prompts[0].ids, padID, items)
 	if err != nil {
 		return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported, "model '%s': %v (does its chat template render images?)", j.name, err)
 	}
 	j.prompts[0].ids = ids
-	j.mm = &mmJob{items: items, places: places, refs: refs, padID: padID}
+	j.mm = &mmJob{items: items, places: places, refs: refs, padID: padID, hold: hold}
+	kept = true
 	return nil
 }

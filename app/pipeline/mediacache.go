@@ -40,21 +40,27 @@ func newMediaCache(maxBytes int64) *mediaCache {
 
 func itemBytes(it media.Item) int64 { return 4 * int64(len(it.PixelValues)) }
 
-// prepare returns the prepared item for raw under p, from the cache when the same bytes
-// were prepared by the same processor before.
-func (c *mediaCache) prepare(p *media.Processor, raw []byte) (media.Item, error) {
+// key is raw's cache key under p.
+func (c *mediaCache) key(p *media.Processor, raw []byte) mediaKey {
 	sum := sha256.Sum256(raw)
-	k := mediaKey{proc: p, hash: hex.EncodeToString(sum[:])}
+	return mediaKey{proc: p, hash: hex.EncodeToString(sum[:])}
+}
+
+// get returns the item prepared before under k, if it is still kept.
+func (c *mediaCache) get(k mediaKey) (media.Item, bool) {
 	c.mu.Lock()
-	if it, ok := c.lru.Get(k); ok {
+	defer c.mu.Unlock()
+	it, ok := c.lru.Get(k)
+	if ok {
 		c.hits++
-		c.mu.Unlock()
-		return it, nil
 	}
-	c.mu.Unlock()
-	it, err := p.ProcessImage(raw)
-	if err != nil || itemBytes(it) > c.max {
-		return it, err
+	return it, ok
+}
+
+// put keeps it under k unless it alone is larger than the cache.
+func (c *mediaCache) put(k mediaKey, it media.Item) {
+	if itemBytes(it) > c.max {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -65,5 +71,19 @@ func (c *mediaCache) prepare(p *media.Processor, raw []byte) (media.Item, error)
 			c.lru.RemoveOldest()
 		}
 	}
+}
+
+// prepare returns the prepared item for raw under p, from the cache when the same bytes
+// were prepared by the same processor before.
+func (c *mediaCache) prepare(p *media.Processor, raw []byte) (media.Item, error) {
+	k := c.key(p, raw)
+	if it, ok := c.get(k); ok {
+		return it, nil
+	}
+	it, err := p.ProcessImage(raw)
+	if err != nil {
+		return it, err
+	}
+	c.put(k, it)
 	return it, nil
 }

@@ -101,7 +101,7 @@ func New(d Deps) *Pipeline {
 		d.DeferredAbortWait = DeferredAbortMaxWait
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
-		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media),
+		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media, d.Config),
 		encoder: d.Encoder, encoders: d.Encoders, engineIDs: d.EngineIDs, facts: d.Facts, closing: make(chan struct{})}
 }
 
@@ -138,6 +138,9 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	applyDecodeDefaults(&j.sampling, dc)
 	if err := pl.prepareMedia(ctx, j, proto, p); err != nil {
 		return false, err
+	}
+	if j.mm != nil {
+		defer j.mm.hold.releaseAll() // the pixel values live until the attempt ends
 	}
 	if err := checkContext(j, p, dc); err != nil {
 		return false, err

@@ -12,6 +12,7 @@ import (
 	_ "image/gif"  // GIF decoder (first frame)
 	_ "image/jpeg" // JPEG decoder
 	_ "image/png"  // PNG decoder
+	"sync/atomic"
 
 	_ "golang.org/x/image/webp" // WebP decoder
 )
@@ -22,6 +23,13 @@ var ErrUnsupportedImage = errors.New("media: not a decodable PNG, JPEG, GIF or W
 
 // ErrImageTooLarge is returned when the declared image size is above Processor.MaxDecodePixels.
 var ErrImageTooLarge = errors.New("media: image too large to decode")
+
+// decodes counts the images ProcessImage decoded (Decodes).
+var decodes atomic.Int64
+
+// Decodes returns how many images ProcessImage has decoded in this process: a refusal from
+// the header (Inspect) decodes nothing, which tests read here.
+func Decodes() int64 { return decodes.Load() }
 
 // DefaultMaxDecodePixels bounds the decoded area (width*height) of one image: 64 Mpixel.
 const DefaultMaxDecodePixels = 64 << 20
@@ -45,21 +53,12 @@ func NewProcessor(c ProcessorConfig) *Processor { return &Processor{Config: c} }
 // patch_w). Errors: ErrUnsupportedImage, ErrImageTooLarge, ErrAspectRatio.
 func (p *Processor) ProcessImage(raw []byte) (Item, error) {
 	c := p.Config
-	limit := p.MaxDecodePixels
-	if limit <= 0 {
-		limit = DefaultMaxDecodePixels
-	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(raw))
-	if err != nil {
-		return Item{}, fmt.Errorf("%w: %v", ErrUnsupportedImage, err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width*cfg.Height > limit {
-		return Item{}, fmt.Errorf("%w: %dx%d (limit %d pixels)", ErrImageTooLarge, cfg.Width, cfg.Height, limit)
-	}
-	rh, rw, err := SmartResize(cfg.Height, cfg.Width, c.Factor(), c.MinPixels, c.MaxPixels)
+	hd, err := p.Inspect(raw)
 	if err != nil {
 		return Item{}, err
 	}
+	rh, rw := hd.ResizedHeight, hd.ResizedWidth
+	decodes.Add(1)
 	img, _, err := image.Decode(bytes.NewReader(raw))
 	if err != nil {
 		return Item{}, fmt.Errorf("%w: %v", ErrUnsupportedImage, err)

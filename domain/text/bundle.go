@@ -18,11 +18,18 @@ type BundleLimits struct {
 	// MaxBytes bounds the zip as streamed; MaxEntries its entries; MaxUncompressed the bytes
 	// of all entries once inflated.
 	MaxBytes, MaxEntries, MaxUncompressed int64
+	// MaxEntryBytes bounds one entry once inflated; 0 = MaxUncompressed.
+	MaxEntryBytes int64
+	// MaxRatio bounds one entry's inflated size over its compressed size (a zip bomb
+	// inflates a thousandfold; tokenizer JSON about fivefold); 0 = no ratio bound.
+	MaxRatio int64
 }
 
 // DefaultBundleLimits are SMG's gateway-side limits (crates/grpc_client/src/tokenizer_bundle.rs;
-// grpc.md §1.14): 200 MiB streamed, 50 entries, 500 MiB uncompressed.
-var DefaultBundleLimits = BundleLimits{MaxBytes: 200 << 20, MaxEntries: 50, MaxUncompressed: 500 << 20}
+// grpc.md §1.14): 200 MiB streamed, 50 entries, 500 MiB uncompressed; and the gateway's own
+// per-entry bounds: 128 MiB inflated and a compression ratio of at most 100.
+var DefaultBundleLimits = BundleLimits{MaxBytes: 200 << 20, MaxEntries: 50, MaxUncompressed: 500 << 20,
+	MaxEntryBytes: 128 << 20, MaxRatio: 100}
 
 // ErrBundle wraps every rejected GetTokenizer bundle.
 var ErrBundle = errors.New("tokenizer bundle rejected")
@@ -82,9 +89,11 @@ func ReadBundle(s BundleStream, lim BundleLimits) ([]byte, error) {
 }
 
 // OpenBundle checks a bundle zip and returns its files in memory: at most lim.MaxEntries
-// entries, lim.MaxUncompressed bytes in all (counted while inflating, not trusted from the
-// headers), and only plain relative names (no "..", absolute paths, backslashes or drive
-// letters). Directory entries are skipped.
+// entries, lim.MaxUncompressed bytes in all and lim.MaxEntryBytes per entry, each entry
+// inflating at most lim.MaxRatio times its compressed size, and only plain relative names
+// (no "..", absolute paths, backslashes or drive letters). The sizes the zip declares are
+// refused before inflating; inflation is bounded as well, since the declared sizes can lie.
+// Directory entries are skipped.
 func OpenBundle(zipBytes []byte, lim BundleLimits) (map[string][]byte, error) {
 	zr, err := zip.NewReader(bytes.NewReader(zipBytes), int64(len(zipBytes)))
 	if err != nil {
@@ -93,31 +102,58 @@ func OpenBundle(zipBytes []byte, lim BundleLimits) (map[string][]byte, error) {
 	if int64(len(zr.File)) > lim.MaxEntries {
 		return nil, fmt.Errorf("%w: %d entries (at most %d)", ErrBundle, len(zr.File), lim.MaxEntries)
 	}
-	files := make(map[string][]byte, len(zr.File))
-	var total int64
-	for _, f := range zr.File {
+	entryMax := lim.MaxEntryBytes
+	if entryMax <= 0 || entryMax > lim.MaxUncompressed {
+		entryMax = lim.MaxUncompressed
+	}
+	for _, f := range zr.File { // every declared size before anything is inflated
 		if err := checkEntryName(f.Name); err != nil {
 			return nil, err
 		}
+		if err := checkEntrySize(f, entryMax, lim.MaxRatio); err != nil {
+			return nil, err
+		}
+	}
+	files := make(map[string][]byte, len(zr.File))
+	var total int64
+	for _, f := range zr.File {
 		if strings.HasSuffix(f.Name, "/") {
 			continue
+		}
+		n := min(entryMax, lim.MaxUncompressed-total)
+		if lim.MaxRatio > 0 {
+			n = min(n, max(int64(f.CompressedSize64), 1)*lim.MaxRatio)
 		}
 		rc, err := f.Open()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBundle, f.Name, err)
 		}
-		data, err := io.ReadAll(io.LimitReader(rc, lim.MaxUncompressed-total+1))
+		data, err := io.ReadAll(io.LimitReader(rc, n+1))
 		rc.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBundle, f.Name, err)
 		}
-		total += int64(len(data))
-		if total > lim.MaxUncompressed {
-			return nil, fmt.Errorf("%w: more than %d bytes uncompressed", ErrBundle, lim.MaxUncompressed)
+		if int64(len(data)) > n {
+			return nil, fmt.Errorf("%w: %s inflates past %d bytes (per entry %d, ratio %d, %d in all)",
+				ErrBundle, f.Name, n, entryMax, lim.MaxRatio, lim.MaxUncompressed)
 		}
+		total += int64(len(data))
 		files[path.Clean(f.Name)] = data
 	}
 	return files, nil
+}
+
+// checkEntrySize refuses an entry whose declared inflated size is above entryMax or above
+// maxRatio times its compressed size.
+func checkEntrySize(f *zip.File, entryMax, maxRatio int64) error {
+	u, c := f.UncompressedSize64, f.CompressedSize64
+	if u > uint64(entryMax) {
+		return fmt.Errorf("%w: %s declares %d bytes uncompressed (at most %d per entry)", ErrBundle, f.Name, u, entryMax)
+	}
+	if maxRatio > 0 && u > max(c, 1)*uint64(maxRatio) {
+		return fmt.Errorf("%w: %s inflates %d bytes from %d (compression ratio above %d: a zip bomb?)", ErrBundle, f.Name, u, c, maxRatio)
+	}
+	return nil
 }
 
 func checkEntryName(name string) error {

@@ -3,8 +3,10 @@ package text_test
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/crc32"
 	"io"
 	"path/filepath"
 	"strings"
@@ -140,4 +142,61 @@ func TestBundleEntryChecks(t *testing.T) {
 		assert.ErrorIs(t, err, text.ErrBundle, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
 	}
+}
+
+// deflated is one entry's raw deflate stream of data.
+func deflated(t testing.TB, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := flate.NewWriter(&b, flate.BestSpeed)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return b.Bytes()
+}
+
+// zipBomb is a bundle whose tokenizer.json inflates size zero bytes from a few KB; declared
+// is the uncompressed size its header claims (a liar claims less).
+func zipBomb(t testing.TB, size, declared int) []byte {
+	t.Helper()
+	raw := deflated(t, make([]byte, size))
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "tokenizer.json", Method: zip.Deflate,
+		CompressedSize64: uint64(len(raw)), UncompressedSize64: uint64(declared), CRC32: crc32.ChecksumIEEE(make([]byte, size))})
+	require.NoError(t, err)
+	_, err = w.Write(raw)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+// A zip bomb under the 500 MiB total is refused from its declared sizes (per entry, ratio)
+// before anything is inflated, and bounded while inflating when its header lies.
+func TestBundleZipBombBounds(t *testing.T) {
+	t.Parallel()
+	bomb := zipBomb(t, 1<<20, 400<<20) // only the header is read
+
+	_, err := text.OpenBundle(bomb, text.DefaultBundleLimits)
+	require.ErrorIs(t, err, text.ErrBundle)
+	assert.Contains(t, err.Error(), "at most 134217728 per entry")
+
+	ratio := zipBomb(t, 8<<20, 8<<20)
+	_, err = text.OpenBundle(ratio, text.DefaultBundleLimits)
+	require.ErrorIs(t, err, text.ErrBundle)
+	assert.Contains(t, err.Error(), "compression ratio above 100")
+
+	noRatio := text.DefaultBundleLimits
+	noRatio.MaxRatio = 0
+	files, err := text.OpenBundle(ratio, noRatio)
+	require.NoError(t, err, "the same entry passes without the ratio bound")
+	assert.Len(t, files["tokenizer.json"], 8<<20)
+
+	// The header claims a ratio of 50; inflation stops at the ratio bound.
+	liar := zipBomb(t, 8<<20, 0)
+	c := len(liar) - 200 // about the compressed size
+	liar = zipBomb(t, 8<<20, c*50)
+	_, err = text.OpenBundle(liar, text.DefaultBundleLimits)
+	require.ErrorIs(t, err, text.ErrBundle)
 }

@@ -57,12 +57,15 @@ func WorkerSources(labels map[string]string, tokenizerPath, modelPath string) []
 
 // Registry loads each model's text pipeline once and shares it: concurrent first requests for
 // a model wait for one load; a successful load is kept, a failed one is retried by the next
-// request. Safe for concurrent use.
+// request, except that a local source that failed to load, or a worker whose GetTokenizer
+// bundle failed, is not tried again until its backoff passes (DefaultBundleBackoff, doubling
+// to MaxBundleBackoff). Safe for concurrent use.
 type Registry struct {
 	files   Files
 	fetcher BundleFetcher
 	opts    LoadOptions
 	limits  BundleLimits
+	failed  *bundleFailures
 
 	mu     sync.Mutex
 	models map[string]*registryEntry
@@ -77,7 +80,8 @@ type registryEntry struct {
 // NewRegistry builds a registry over local files and a GetTokenizer fetcher (nil: no
 // bundle fallback).
 func NewRegistry(files Files, fetcher BundleFetcher, opts LoadOptions) *Registry {
-	return &Registry{files: files, fetcher: fetcher, opts: opts, limits: DefaultBundleLimits, models: map[string]*registryEntry{}}
+	return &Registry{files: files, fetcher: fetcher, opts: opts, limits: DefaultBundleLimits, models: map[string]*registryEntry{},
+		failed: newBundleFailures(DefaultBundleBackoff, MaxBundleBackoff, nil)}
 }
 
 // Put installs an already loaded model (the startup load).
@@ -139,16 +143,32 @@ const LoadTimeout = 300 * time.Second
 func (r *Registry) load(ctx context.Context, model string, sources []Source, workers []string) (*Model, error) {
 	var tried []string
 	for _, s := range sources {
+		key := "path " + s.Path
+		if f, left, ok := r.failed.blocked(key); ok {
+			tried = append(tried, fmt.Sprintf("%s %s: %v (not read again for %s)", s.Origin, s.Path, f.err, left.Round(time.Second)))
+			continue
+		}
 		m, err := LoadModel(r.files, s.Path, r.opts)
 		if err == nil {
+			r.failed.succeed(key)
 			return m, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s %s: %v", s.Origin, s.Path, err))
+		if errors.Is(err, ErrHubID) { // nothing was read
+			tried = append(tried, fmt.Sprintf("%s %s: %v", s.Origin, s.Path, err))
+			continue
+		}
+		next := r.failed.fail(key, err)
+		tried = append(tried, fmt.Sprintf("%s %s: %v (not read again for %s)", s.Origin, s.Path, err, next))
 	}
 	if r.fetcher != nil {
 		for _, w := range workers {
+			if f, left, ok := r.failed.blocked(w); ok {
+				tried = append(tried, fmt.Sprintf("GetTokenizer %s: %v (not asked again for %s)", w, f.err, left.Round(time.Second)))
+				continue
+			}
 			m, err := r.loadBundle(ctx, w)
 			if err == nil {
+				r.failed.succeed(w)
 				return m, nil
 			}
 			if ctx.Err() != nil {
@@ -158,7 +178,8 @@ func (r *Registry) load(ctx context.Context, model string, sources []Source, wor
 				tried = append(tried, fmt.Sprintf("GetTokenizer %s: not implemented", w))
 				continue
 			}
-			tried = append(tried, fmt.Sprintf("GetTokenizer %s: %v", w, err))
+			next := r.failed.fail(w, err)
+			tried = append(tried, fmt.Sprintf("GetTokenizer %s: %v (not asked again for %s)", w, err, next))
 		}
 	}
 	msg := fmt.Sprintf("no tokenizer for model '%s'", model)

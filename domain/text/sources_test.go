@@ -37,12 +37,15 @@ func TestSourceOrder(t *testing.T) {
 
 type fakeFetcher struct {
 	calls   atomic.Int32
+	mu      sync.Mutex
 	bundles map[string][]byte // worker -> zip; missing = UNIMPLEMENTED
 }
 
 func (f *fakeFetcher) FetchTokenizerBundle(_ context.Context, worker string) (text.BundleStream, error) {
 	f.calls.Add(1)
+	f.mu.Lock()
 	z, ok := f.bundles[worker]
+	f.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("rpc: %w", text.ErrBundleUnimplemented)
 	}
@@ -190,4 +193,84 @@ func TestRegistryLoadOutlivesACancelledCaller(t *testing.T) {
 func tinyBundle(t testing.TB) []byte {
 	return makeZip(t, map[string][]byte{"tokenizer.json": tinyTokenizerJSON(t), "chat_template.jinja": []byte("{{ messages[0].content }}")},
 		"tokenizer.json", "chat_template.jinja")
+}
+
+// A worker whose bundle failed is not asked again within its backoff window, which doubles
+// on each failure; the error of every request in the window still names it. A good bundle
+// after the window loads.
+func TestRegistryRemembersAFailedBundle(t *testing.T) {
+	t.Parallel()
+	const w = "grpc://127.0.0.1:50061"
+	f := &fakeFetcher{bundles: map[string][]byte{w: []byte("not a zip")}}
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	reg := text.NewRegistry(text.OSFiles{}, f, text.LoadOptions{})
+	reg.SetBundleBackoff(10*time.Second, 25*time.Second, clock)
+	get := func() string {
+		_, err := reg.Get(context.Background(), "m", nil, []string{w})
+		e, ok := errs.As(err)
+		require.True(t, ok, "%v", err)
+		assert.Equal(t, wire.CodeTokenizerNotFound, e.Code)
+		assert.Contains(t, e.Message, "not a zip", "the remembered failure is named")
+		return e.Message
+	}
+
+	assert.Contains(t, get(), "not asked again for 10s")
+	require.Equal(t, int32(1), f.calls.Load())
+	for i := 0; i < 5; i++ {
+		get()
+	}
+	assert.Equal(t, int32(1), f.calls.Load(), "fetched once in the window")
+
+	advance(10 * time.Second)
+	assert.Contains(t, get(), "not asked again for 20s", "the window doubles")
+	assert.Equal(t, int32(2), f.calls.Load())
+	advance(19 * time.Second)
+	get()
+	assert.Equal(t, int32(2), f.calls.Load())
+	advance(time.Second)
+	assert.Contains(t, get(), "not asked again for 25s", "capped")
+	assert.Equal(t, int32(3), f.calls.Load())
+
+	f.mu.Lock()
+	f.bundles[w] = tinyBundle(t)
+	f.mu.Unlock()
+	advance(25 * time.Second)
+	m, err := reg.Get(context.Background(), "m", nil, []string{w})
+	require.NoError(t, err)
+	assert.Equal(t, "GetTokenizer "+w, m.Source)
+	assert.Equal(t, int32(4), f.calls.Load())
+}
+
+// A local source that failed to load is not read again within its backoff window: a file
+// fixed in the meantime is picked up once the window passed.
+func TestRegistryRemembersAFailedLocalSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("\x00 not json"), 0o600))
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	reg := text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{})
+	reg.SetBundleBackoff(10*time.Second, time.Minute, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	src := []text.Source{{Origin: "label tokenizer_path", Path: dir}}
+
+	_, err := reg.Get(context.Background(), "m", src, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not read again for 10s")
+
+	good, err := os.ReadFile(filepath.Join(texttest.Dir(t, texttest.Qwen3), "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), good, 0o600))
+	_, err = reg.Get(context.Background(), "m", src, nil)
+	require.Error(t, err, "within the window the file is not read again")
+	assert.Contains(t, err.Error(), "invalid character", "the remembered failure is named")
+
+	mu.Lock()
+	now = now.Add(10 * time.Second)
+	mu.Unlock()
+	m, err := reg.Get(context.Background(), "m", src, nil)
+	require.NoError(t, err)
+	assert.Equal(t, dir, m.Source)
 }

@@ -28,18 +28,32 @@ func modality(m string) commonpb.Modality {
 
 // pixelBatch concatenates the items' pixel rows: ([rows, cols], bytes); ok false when no
 // item carries pixels.
+// One item's rows are used as they are; several are copied once into an exact buffer (the
+// rows of a large image are tens of MB).
 func pixelBatch(items []ports.GRPCMediaItem) ([]uint32, []byte, bool) {
 	var rows, cols uint32
-	var data []byte
+	var withPixels []ports.GRPCMediaItem
+	size := 0
 	for _, it := range items {
 		if it.Pixels == nil {
 			continue
 		}
 		rows += it.PixelShape[0]
 		cols = it.PixelShape[1]
+		withPixels = append(withPixels, it)
+		size += len(it.Pixels)
+	}
+	switch len(withPixels) {
+	case 0:
+		return []uint32{rows, cols}, nil, false
+	case 1:
+		return []uint32{rows, cols}, withPixels[0].Pixels, true
+	}
+	data := make([]byte, 0, size)
+	for _, it := range withPixels {
 		data = append(data, it.Pixels...)
 	}
-	return []uint32{rows, cols}, data, data != nil
+	return []uint32{rows, cols}, data, true
 }
 
 // gridBatch is the items' grid rows as int64 [n, 3]; ok false when no item carries one.

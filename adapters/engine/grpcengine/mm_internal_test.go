@@ -99,3 +99,22 @@ func TestVLLMMM(t *testing.T) {
 	assert.Equal(t, 10, id.MM.Items[1].Offset)
 	assert.Nil(t, vllmIdentity(nil))
 }
+
+// One image's rows go out as they are (tens of MB not copied again); several are joined
+// once, in order; items without pixels are skipped.
+func TestPixelBatchCopiesOnlyToJoin(t *testing.T) {
+	a, b := []byte{1, 2, 3, 4}, []byte{5, 6, 7, 8}
+	shape, data, ok := pixelBatch([]ports.GRPCMediaItem{{Pixels: a, PixelShape: [2]uint32{1, 1}}, {Hash: "no pixels"}})
+	require.True(t, ok)
+	assert.Equal(t, []uint32{1, 1}, shape)
+	assert.Same(t, &a[0], &data[0], "a single item's rows are not copied")
+
+	shape, data, ok = pixelBatch([]ports.GRPCMediaItem{{Pixels: a, PixelShape: [2]uint32{1, 1}}, {Pixels: b, PixelShape: [2]uint32{1, 1}}})
+	require.True(t, ok)
+	assert.Equal(t, []uint32{2, 1}, shape)
+	assert.Equal(t, []byte{1, 2, 3, 4, 5, 6, 7, 8}, data)
+	assert.Equal(t, len(data), cap(data), "one exact allocation")
+
+	_, _, ok = pixelBatch([]ports.GRPCMediaItem{{Hash: "x"}})
+	assert.False(t, ok)
+}

@@ -35,6 +35,8 @@ type Stats struct {
 	GenerationTokens int64 `json:"generation_tokens"`
 	// AbortRPCs counts Abort RPCs received (every request id counts once).
 	AbortRPCs int64 `json:"abort_rpcs"`
+	// TokenizerRequests counts GetTokenizer RPCs received (answered or refused).
+	TokenizerRequests int64 `json:"tokenizer_requests"`
 	// LastAbortUnixMs is when the last abort (RPC or cancellation) arrived, Unix ms; 0 = none.
 	LastAbortUnixMs int64 `json:"last_abort_unix_ms"`
 	// CanaryRequests counts Generate RPCs that are the gateway's canaries (request id
@@ -53,7 +55,7 @@ type Stats struct {
 type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
 	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
-	lastAbort, canary                                                   atomic.Int64
+	lastAbort, canary, tokenizer                                        atomic.Int64
 	dpRanks                                                             [maxDPSize]atomic.Int64
 	mm                                                                  mmCounters
 }
@@ -65,14 +67,14 @@ func (c *counters) snapshot() Stats {
 		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
-		DPRankRequests: c.dpSnapshot(), CanaryRequests: c.canary.Load(),
+		DPRankRequests: c.dpSnapshot(), CanaryRequests: c.canary.Load(), TokenizerRequests: c.tokenizer.Load(),
 		MM: c.mm.snapshot(),
 	}
 }
 
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.sent, &c.received, &c.recomputed, &c.unmatched,
-		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary} {
+		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary, &c.tokenizer} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {

@@ -65,6 +65,7 @@ func tokenizerZip(dir string) ([]byte, error) {
 // sendTokenizer streams the zip in TokenizerChunkBytes chunks; only the last carries the
 // lowercase hex SHA-256 of the whole zip.
 func (s *Server) sendTokenizer(send func(*commonpb.GetTokenizerChunk) error) error {
+	s.c.tokenizer.Add(1)
 	z, err := tokenizerZip(s.cfg.TokenizerPath)
 	if err != nil {
 		return err

@@ -112,7 +112,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	}
 	var srv *app.Server
 	var logs *telemetry.LogWriter
-	tuneGC(os.LookupEnv, cfg.GOGC, nil)
+	tuneGC(os.LookupEnv, cfg.GOGC, cfg.MemoryLimitMB, nil)
 	a := app.New(cfg, fx.Populate(&srv, &logs))
 	defer closeLogs(logs)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)

@@ -77,6 +77,14 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("pd-admission-wait-secs")
 	fs.StringVar(&cfg.MMProcessing, "mm-processing", cfg.MMProcessing, "where gRPC requests' media is prepared: gateway (fetch, resize, patch, expand placeholders) or worker (the engine takes the media references)")
 	add("mm-processing")
+	fs.IntVar(&cfg.EngineMaxMessageMB, "engine-max-message-mb", cfg.EngineMaxMessageMB, "the engines' gRPC receive limit in `MiB`: a request whose images' pixel values (predicted from their headers) exceed it is refused with 413 before decoding; 0 = no check")
+	add("engine-max-message-mb")
+	fs.IntVar(&cfg.MediaMaxConcurrency, "media-max-concurrency", cfg.MediaMaxConcurrency, "`images` the gateway prepares (decodes, resizes, patches) at once")
+	add("media-max-concurrency")
+	fs.IntVar(&cfg.MediaMemoryBudgetMB, "media-memory-budget-mb", cfg.MediaMemoryBudgetMB, "estimated working memory in `MiB` of the images prepared at once; an image larger than all of it gets 413, one that does not fit in time 503 with Retry-After")
+	add("media-memory-budget-mb")
+	fs.IntVar(&cfg.MediaBudgetWaitMS, "media-budget-wait-ms", cfg.MediaBudgetWaitMS, "how long in `ms` an image waits for room in the media budget before its request is shed with 503")
+	add("media-budget-wait-ms")
 
 	group = groupWorkers
 	fs.StringArrayVar(&cfg.WorkerURLs, "worker-urls", cfg.WorkerURLs, "regular (non-PD) worker `url`; repeat per worker")
@@ -233,6 +241,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("log-format")
 	fs.IntVar(&cfg.LogFlushIntervalMS, "log-flush-interval-ms", cfg.LogFlushIntervalMS, "log records are buffered and written to stderr at least every this many `ms` (WARN and ERROR at once, the rest at shutdown); 0 writes each record at once")
 	add("log-flush-interval-ms")
-	fs.IntVar(&cfg.GOGC, "gogc", cfg.GOGC, "garbage collector target `percent` when GOGC is not set in the environment (GOGC wins); GOMEMLIMIT is 90% of the container memory limit unless set")
+	fs.IntVar(&cfg.GOGC, "gogc", cfg.GOGC, "garbage collector target `percent` when GOGC is not set in the environment (GOGC wins); see --memory-limit-mb for GOMEMLIMIT")
 	add("gogc")
+	fs.IntVar(&cfg.MemoryLimitMB, "memory-limit-mb", cfg.MemoryLimitMB, "the Go runtime's soft memory limit in `MiB`; 0 = 90% of the container (cgroup) memory limit, or else 50% of the machine's memory; GOMEMLIMIT in the environment wins")
+	add("memory-limit-mb")
 }

@@ -136,7 +136,7 @@ const startTimeout = 15 * time.Second
 // requests (app.Server). A clean drain returns nil (exit 0); a drain that had to cut
 // requests at the grace deadline returns a *cutError (exit 3).
 func serve(ctx context.Context, cfg config.Config) error {
-	tuneGC(os.LookupEnv, cfg.GOGC, startupLog(os.Stderr))
+	tuneGC(os.LookupEnv, cfg.GOGC, cfg.MemoryLimitMB, startupLog(os.Stderr))
 	var logs *telemetry.LogWriter
 	a := app.New(cfg, fx.Populate(&logs))
 	defer closeLogs(logs)

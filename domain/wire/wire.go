@@ -137,6 +137,10 @@ const (
 	CodeNoAvailableWorkers     = "no_available_workers"
 	CodeNoCompatiblePDPair     = "no_compatible_pd_pair"
 	CodeOverloadShed           = "worker_overload_protection_shed"
+	// CodeAdmissionWindowExceeded (400): a gRPC dispatch needs more decode slots (one per
+	// backend request: prompts × n) than the decode worker's whole admission window, so it
+	// could never be admitted; not retryable. Not a seed code.
+	CodeAdmissionWindowExceeded = "admission_window_exceeded"
 	CodePrefillUpstreamError   = "prefill_upstream_error"
 	CodePrefillRequestFailed   = "prefill_request_failed"
 	CodePrefillReadFailed      = "prefill_read_failed"

@@ -1,6 +1,7 @@
 package grpcfleet_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
 
+	"github.com/smg-go/smg/adapters/telemetry"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/test/fleet"
@@ -204,33 +206,50 @@ func TestGRPCStreamEndingBeforeCompleteIsTheLegsFailure(t *testing.T) {
 
 // A decode that answers token ids outside the tokenizer's vocabulary is a 502
 // decode_invalid_response charged to the decode, logged at WARN under the request's id with
-// the worker, not a 200 with empty text; the prefill's breaker does not move.
+// the worker, not a 200 with empty text; the prefill's breaker does not move. SGLang
+// (parallel) and vLLM (sequential), streaming and not.
 func TestGRPCOutOfVocabularyDecodeIsA502(t *testing.T) {
 	t.Parallel()
-	g, logs, p, d := obsPD(t, func(role string, c *grpcsim.Config) {
-		if role == grpcsim.RoleDecode {
-			c.Faults = []string{grpcsim.FaultOOVTokens}
-		}
-	}, func(c *config.Config) { c.DisableRetries = true })
-	const reqID = "oov-1"
-	start := time.Now()
-	r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "say something", "max_tokens": 3},
-		http.Header{"X-Request-Id": {reqID}})
-	require.Equal(t, http.StatusBadGateway, r.Status, string(r.Body))
-	assert.Equal(t, "decode_invalid_response", errCode(t, r))
-	assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "outside the tokenizer's vocabulary")
-	assert.Less(t, time.Since(start), faultBound)
-	require.Eventually(t, func() bool { return cbOutcomes(t, g, hostOf(d), "failure") == 1 }, faultBound, 10*time.Millisecond)
-	assert.Zero(t, cbOutcomes(t, g, hostOf(p), "failure"))
+	for _, engine := range []string{grpcsim.EngineSGLang, grpcsim.EngineVLLM} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			m, _ := qwen3(t)
+			logs := &logSink{}
+			g, p, d := startPD(t, engine, func(role string, c *grpcsim.Config) {
+				if role == grpcsim.RoleDecode {
+					c.Faults = []string{grpcsim.FaultOOVTokens}
+				}
+			}, func(c *config.Config) { c.DisableRetries = true; c.LogLevel = "info" },
+				fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }),
+				fx.Decorate(func(*slog.Logger) *slog.Logger {
+					return telemetry.NewLogger(telemetry.LogOptions{Level: "info", JSON: true}, logs)
+				}))
+			reqID := "oov-" + engine
+			start := time.Now()
+			r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "say something", "max_tokens": 3},
+				http.Header{"X-Request-Id": {reqID}})
+			require.Equal(t, http.StatusBadGateway, r.Status, string(r.Body))
+			assert.Equal(t, "decode_invalid_response", errCode(t, r))
+			assert.Contains(t, r.Object(t)["error"].(map[string]any)["message"], "outside the tokenizer's vocabulary")
+			assert.Less(t, time.Since(start), faultBound)
+			require.Eventually(t, func() bool { return cbOutcomes(t, g, hostOf(d), "failure") == 1 }, faultBound, 10*time.Millisecond)
+			assert.Zero(t, cbOutcomes(t, g, hostOf(p), "failure"))
 
-	var line map[string]any
-	for _, l := range logs.records(t, "gRPC decode returned a token id outside the vocabulary") {
-		if l["request_id"] == reqID {
-			line = l
-		}
+			var line map[string]any
+			for _, l := range logs.records(t, "gRPC decode returned a token id outside the vocabulary") {
+				if l["request_id"] == reqID {
+					line = l
+				}
+			}
+			require.NotNil(t, line, "the bad answer is logged under the request's id")
+			assert.Equal(t, "WARN", line["level"])
+			assert.Contains(t, line["worker"], hostOf(d))
+			assert.EqualValues(t, grpcsim.OOVTokenID, line["token_id"])
+
+			// Streaming: the first chunk is refused before anything reaches the client.
+			r = g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": "say more", "max_tokens": 3, "stream": true}, nil)
+			require.Equal(t, http.StatusBadGateway, r.Status, string(r.Body))
+			assert.Equal(t, "decode_invalid_response", errCode(t, r))
+		})
 	}
-	require.NotNil(t, line, "the bad answer is logged under the request's id")
-	assert.Equal(t, "WARN", line["level"])
-	assert.Contains(t, line["worker"], hostOf(d))
-	assert.EqualValues(t, grpcsim.OOVTokenID, line["token_id"])
 }

@@ -89,20 +89,25 @@ func assertBlame(t *testing.T, g *fleet.Gateway, s []*grpcsim.Server, culprit *g
 //     keeps the decode and changes the prefill (a hung decode is charged twice and then
 //     avoided; a hung prefill once).
 //
-// The hung leg is aborted (its RPC retired) every time; no healthy breaker moves.
+// A hung vLLM leg (sequential) is its own deadline's. The hung leg is aborted (its RPC
+// retired) every time; no healthy breaker moves.
 func TestGRPCHungLegIsChargedToTheHungWorker(t *testing.T) {
 	t.Parallel()
 	const short, long = time.Second, 30 * time.Second
 	for _, c := range []struct {
 		name           string
+		engine         string
 		handoff, limit time.Duration
 		hungDecode     bool
 		bound          time.Duration // per request
 	}{
-		{"hung decode, the prefill reports its bootstrap timeout", short, long, true, short + faultBound},
-		{"hung prefill, the decode reports its KV wait", short, long, false, short + faultBound},
-		{"hung decode, the gateway's deadlines pass first", long, short, true, 2*short + faultBound},
-		{"hung prefill, the gateway's deadlines pass first", long, short, false, short + faultBound},
+		{"hung decode, the prefill reports its bootstrap timeout", grpcsim.EngineSGLang, short, long, true, short + faultBound},
+		{"hung prefill, the decode reports its KV wait", grpcsim.EngineSGLang, short, long, false, short + faultBound},
+		{"hung decode, the gateway's deadlines pass first", grpcsim.EngineSGLang, long, short, true, 2*short + faultBound},
+		{"hung prefill, the gateway's deadlines pass first", grpcsim.EngineSGLang, long, short, false, short + faultBound},
+		// vLLM runs the legs one after the other: each silence is its own leg's deadline.
+		{"vLLM hung decode", grpcsim.EngineVLLM, long, short, true, short + faultBound},
+		{"vLLM hung prefill", grpcsim.EngineVLLM, long, short, false, short + faultBound},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -112,7 +117,7 @@ func TestGRPCHungLegIsChargedToTheHungWorker(t *testing.T) {
 			} else {
 				pf = []string{grpcsim.FaultHang}
 			}
-			g, s := blameFleet(t, grpcsim.EngineSGLang, c.handoff, c.limit, pf, df)
+			g, s := blameFleet(t, c.engine, c.handoff, c.limit, pf, df)
 			culprit := s[0]
 			if c.hungDecode {
 				culprit = s[2]

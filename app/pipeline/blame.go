@@ -76,3 +76,9 @@ func (pl *Pipeline) outOfVocab(ctx context.Context, j *job, l ports.GRPCLeg, ev 
 	}
 	return nil
 }
+
+// empty reports whether ev, a decode message, carries nothing for the client: not a complete
+// and no token ids (a malformed message, neither chunk nor complete, reads as one). It is
+// not passed to the responder, so it commits no stream head (a chat role chunk, a
+// Messages message_start) and a decode whose stream then ends early is still retried.
+func empty(ev ports.GRPCEvent) bool { return !ev.Complete && len(ev.IDs) == 0 }

@@ -107,7 +107,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	prefillComplete := false // the prefill sent its complete (its stream may end)
 	stopped := false         // a gateway stop ended the samples before the engine did
 	completed := false       // every sample got its complete; the stream's end is still read
-	decodeEnded := false     // the decode's stream ended (io.EOF); judged once its items are consumed
+	judgeDecode := false     // the decode's stream ended (io.EOF) while its items were held: judged at release
 	pItems, dItems := 0, 0   // messages each stream sent
 	// A stream that asks for logprobs waits for the prefill's answer before the decode's
 	// output goes out (grpc.md §1.8); the decode's items are held meanwhile.
@@ -145,7 +145,8 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			consume(ev)
 		}
 		held = nil
-		if decodeEnded {
+		if judgeDecode {
+			judgeDecode = false
 			endDecode()
 		}
 	}
@@ -203,8 +204,10 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			dtC = nil
 			switch {
 			case it.err == io.EOF:
-				decodeDone, dch, decodeEnded = true, nil, true
-				if !hold {
+				decodeDone, dch = true, nil
+				if hold {
+					judgeDecode = true
+				} else {
 					endDecode()
 				}
 			case it.err != nil && completed:
@@ -232,6 +235,9 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 					pl.observeDecodeTTFT(gctx, r.j, decodeStart)
 				}
 				first, dtC = true, nil
+				if empty(it.ev) {
+					continue
+				}
 				if hold {
 					held = append(held, it.ev)
 					continue

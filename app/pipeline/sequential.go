@@ -234,6 +234,9 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 				pl.observeDecodeTTFT(gctx, r.j, prefilledAt)
 			}
 			first, dtC = true, nil
+			if empty(it.ev) {
+				continue
+			}
 			if r.event(u, it.ev) {
 				if it.ev.Complete {
 					completed = true // read on to the stream's end

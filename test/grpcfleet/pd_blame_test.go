@@ -63,6 +63,26 @@ func hitCulprit(t *testing.T, g *fleet.Gateway, culprit *grpcsim.Server, bound t
 	require.Positive(t, culprit.Stats().Requests, "round robin sent a leg to the faulty worker")
 }
 
+// hitCulpritStreaming is hitCulprit with streamed chat requests, until culprit got one more
+// leg: each is a whole stream (200, [DONE], no error event) within bound.
+func hitCulpritStreaming(t *testing.T, g *fleet.Gateway, culprit *grpcsim.Server, bound time.Duration) {
+	t.Helper()
+	before := culprit.Stats().Requests
+	for i := 0; i < 4 && culprit.Stats().Requests == before; i++ {
+		start := time.Now()
+		r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "stream": true, "max_tokens": 3,
+			"messages": []map[string]any{{"role": "user", "content": "stream the blame " + string(rune('a'+i))}}}, nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		assert.Less(t, time.Since(start), bound, "answered within the bound")
+		events, done := sseData(t, r.Body)
+		assert.True(t, done, "the stream ends with [DONE]: %s", r.Body)
+		for _, e := range events {
+			assert.NotContains(t, e, "error", "no error event: %s", r.Body)
+		}
+	}
+	require.Greater(t, culprit.Stats().Requests, before, "round robin sent a streamed leg to the faulty worker")
+}
+
 func hostOf(s *grpcsim.Server) string { return strings.TrimPrefix(s.URL(), "grpc://") }
 
 // assertBlame checks the breakers once the last request's blame settled: every leg sent to
@@ -173,8 +193,8 @@ func TestGRPCKVHandoffTimeoutNamesTheSilentLeg(t *testing.T) {
 
 // A gRPC leg whose stream ends before its complete (the malformed fault: one response with
 // neither chunk nor complete, then the end of the stream) is that leg's failure, on SGLang
-// (parallel) and vLLM (sequential), prefill and decode: the retry serves the request on
-// another pair at once, only the malformed worker is charged, and on SGLang the partner
+// (parallel) and vLLM (sequential), prefill and decode, streamed or not: the retry serves
+// the request on another pair at once (the malformed message commits no stream head), only the malformed worker is charged, and on SGLang the partner
 // leg, waiting on the handoff, is aborted.
 func TestGRPCStreamEndingBeforeCompleteIsTheLegsFailure(t *testing.T) {
 	t.Parallel()
@@ -194,6 +214,8 @@ func TestGRPCStreamEndingBeforeCompleteIsTheLegsFailure(t *testing.T) {
 					culprit, partners = s[2], s[:2]
 				}
 				hitCulprit(t, g, culprit, faultBound)
+				// A stream is not committed by the malformed message: it is retried too.
+				hitCulpritStreaming(t, g, culprit, faultBound)
 				assertBlame(t, g, s, culprit)
 				if engine == grpcsim.EngineSGLang {
 					require.Eventually(t, func() bool {

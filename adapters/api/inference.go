@@ -36,7 +36,7 @@ type inferenceError struct {
 }
 
 var inferenceErrors = []inferenceError{
-	{400, "The request is invalid: invalid_request, json_parse_error, invalid_request_id (a --request-id-headers value that is not a valid request id), context_length_exceeded (gRPC), runtime_pd_not_supported, moriio_fanout_unsupported, moriio_request_id_reserved, pd_decode_language_model_only_* (vLLM --language-model-only decode pools). An engine's own 4xx is passed through with its status."},
+	{400, "The request is invalid: invalid_request, json_parse_error, invalid_request_id (a --request-id-headers value that is not a valid request id), context_length_exceeded (gRPC), admission_window_exceeded (gRPC: the request needs more decode slots, prompts × n, than the decode's whole admission window), runtime_pd_not_supported, moriio_fanout_unsupported, moriio_request_id_reserved, pd_decode_language_model_only_* (vLLM --language-model-only decode pools). An engine's own 4xx is passed through with its status."},
 	{401, "--api-key is set and the request does not carry it as `Authorization: Bearer <key>`: invalid_api_key (with a WWW-Authenticate challenge)."},
 	{404, "No registered worker serves the model: model_not_found."},
 	{408, "The client did not send the body in time: body_read_timeout."},

@@ -88,7 +88,8 @@ func noop() {}
 // ctx's cancellation). While held, the lease is renewed every TTL/3.
 //
 // Errors: the shed, a *errs.Error 503 worker_overload_protection_shed with RetryAfterSecs
-// (counted by IncAdmissionShed); ctx.Err() when ctx ends while waiting (not a shed). A
+// (counted by IncAdmissionShed); n larger than the whole window, 400
+// admission_window_exceeded at once (domain TooLargeError; not a shed, not counted); ctx.Err() when ctx ends while waiting (not a shed). A
 // failing SlotCounter does not fail the dispatch: it is admitted ungated and logged (the
 // store's Fallback wrapper normally absorbs Redis outages first). A dispatch admitted
 // after at least one wait is counted by IncAdmissionWait.
@@ -123,11 +124,13 @@ func (a *Admitter) Admit(ctx context.Context, decode *worker.Live, n int) (relea
 				a.o.Metrics.IncAdmissionWait()
 			}
 			return a.hold(ctx, lease), nil
+		case domain.Refuse:
+			return nil, domain.TooLargeError(url, n, window)
 		case domain.Shed:
 			if a.o.Metrics != nil {
 				a.o.Metrics.IncAdmissionShed()
 			}
-			return nil, domain.ShedError(url, n, window, elapsed, a.o.Budget)
+			return nil, domain.ShedError(url, window, elapsed, a.o.Budget)
 		}
 		waited = true
 		wctx, cancel := context.WithTimeout(ctx, domain.Remaining(elapsed, a.o.Budget))

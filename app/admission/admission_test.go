@@ -117,8 +117,6 @@ func TestFullWindowSheds(t *testing.T) {
 		{"budget 0 sheds at once", 0, 1, 1,
 			"Decode worker 'http://127.0.0.1:9/decode' is at capacity: its admission window of 2 stayed full for 0s"},
 		{"a full window sheds after the budget", 200 * time.Millisecond, 1, 1, ""},
-		{"more requests than the window shed at once", time.Hour, 3, 10,
-			"Decode worker 'http://127.0.0.1:9/decode' is at capacity: the dispatch needs 3 slots, more than the window of 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -145,6 +143,30 @@ func TestFullWindowSheds(t *testing.T) {
 			assert.Equal(t, 2, inUse(t, slots), "a shed claims nothing")
 		})
 	}
+}
+
+// A dispatch needing more slots than the whole window can never be admitted: 400
+// admission_window_exceeded at once (even with an hour of budget and a free window), not a
+// shed, and nothing claimed.
+func TestMoreSlotsThanTheWindowIsRefused(t *testing.T) {
+	t.Parallel()
+	slots, m := newSlots(time.Minute), &pdMetrics{}
+	a := admission.New(slots, admission.Options{Budget: time.Hour, Metrics: m, Logger: quiet})
+	start := time.Now()
+	release, err := a.Admit(guard(t), window("2"), 3)
+	assert.Less(t, time.Since(start), time.Second, "no wait")
+	assert.Nil(t, release)
+	e, ok := errs.As(err)
+	require.True(t, ok, "a *errs.Error, got %v", err)
+	assert.Equal(t, 400, e.Status)
+	assert.Equal(t, "admission_window_exceeded", e.Code)
+	assert.Equal(t, "decode", e.Leg)
+	assert.False(t, e.Retryable)
+	assert.Zero(t, e.RetryAfterSecs)
+	assert.Contains(t, e.Message, "needs 3 decode slots")
+	assert.Contains(t, e.Message, "admission window of 2")
+	assert.Zero(t, m.sheds.Load(), "not a shed")
+	assert.Zero(t, inUse(t, slots))
 }
 
 // A waiting dispatch is admitted when a slot is released (the poll interval is a minute, so

@@ -59,3 +59,13 @@ func MarkKVLoadAmbiguous(err error, peer *worker.Live, peerOK int, answered time
 // what was in progress: 503 at the shutdown grace deadline, 504 request_timeout at the
 // request timeout, else 499 client_closed_request (not written: nobody reads it).
 func ContextError(ctx context.Context, what string) *errs.Error { return contextError(ctx, what) }
+
+// KVPeerFault is the LegFault of a leg (leg "prefill" or "decode", worker w) that had not
+// answered when its peer engine reported that the KV handoff failed waiting for it (SGLang's
+// and TokenSpeed's KVTransferError … KVPoll.Bootstrapping / KVPoll.WaitingForInput, over
+// gRPC an INTERNAL status; engines.md §2.4): 502 <leg>_kv_transfer_failed charged to w as
+// unresponsive (a retry never goes back to it), never to the reporting peer, exactly as
+// the HTTP dispatcher charges it. peerMsg is the reporter's message.
+func KVPeerFault(leg string, w *worker.Live, peerMsg string) error {
+	return kvPeerFault(leg, w, peerMsg)
+}

@@ -104,8 +104,11 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	defer stopDT()
 	prefillDone, decodeDone, first := false, false, false
 	prefillAnswered := false // the prefill sent something (its deadline no longer applies)
+	prefillComplete := false // the prefill sent its complete (its stream may end)
 	stopped := false         // a gateway stop ended the samples before the engine did
 	completed := false       // every sample got its complete; the stream's end is still read
+	judgeDecode := false     // the decode's stream ended (io.EOF) while its items were held: judged at release
+	pItems, dItems := 0, 0   // messages each stream sent
 	// A stream that asks for logprobs waits for the prefill's answer before the decode's
 	// output goes out (grpc.md §1.8); the decode's items are held meanwhile.
 	hold := r.j.stream && r.j.lp.on
@@ -124,12 +127,28 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			}
 		}
 	}
+	// endDecode judges a decode stream that ended: a success once every sample got its
+	// complete, else a truncated answer (the decode's failure).
+	endDecode := func() {
+		if stopped {
+			return // recorded when the gateway stop ended the samples
+		}
+		if completed {
+			pl.record(u.dLeg.Worker, http.StatusOK)
+			return
+		}
+		fail(pl.endedEarly(gctx, "decode", u.dLeg, dItems))
+	}
 	release := func() {
 		hold = false
 		for _, ev := range held {
 			consume(ev)
 		}
 		held = nil
+		if judgeDecode {
+			judgeDecode = false
+			endDecode()
+		}
 	}
 	for !(prefillDone && decodeDone) {
 		select {
@@ -157,36 +176,68 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		case it := <-pch:
 			ptC, prefillAnswered = nil, true
 			switch {
+			case it.err == io.EOF && !prefillComplete:
+				prefillDone, pch = true, nil
+				fail(pl.endedEarly(gctx, "prefill", u.pLeg, pItems))
 			case it.err == io.EOF:
 				prefillDone, pch = true, nil
 				pl.record(u.pLeg.Worker, http.StatusOK)
 				release()
 			case it.err != nil:
 				prefillDone, pch = true, nil
+				if !first { // the decode has not answered: a KV handoff it never claimed is its own
+					if f := pl.kvPeerFault(gctx, "decode", u.dLeg, u.pLeg, it.err); f != nil {
+						fail(f)
+						continue
+					}
+				}
 				fail(pl.legFault(gctx, "prefill", u.pLeg, it.err, first))
 			case it.ev.Complete:
+				pItems++
+				prefillComplete = true
 				r.prefilled(u, it.ev)
 				release()
+			default:
+				pItems++
 			}
 		case it := <-dch:
 			dtC = nil
 			switch {
 			case it.err == io.EOF:
 				decodeDone, dch = true, nil
-				pl.record(u.dLeg.Worker, http.StatusOK)
+				if hold {
+					judgeDecode = true
+				} else {
+					endDecode()
+				}
 			case it.err != nil && completed:
 				// Every sample already finished; the answer stands.
 				decodeDone, dch = true, nil
 				pl.log.WarnContext(gctx, "gRPC decode stream failed after its last sample", "worker", u.dLeg.Worker.DisplayURL(), "engine_request_id", u.dLeg.RequestID, "err", it.err)
 			case it.err != nil:
 				decodeDone, dch = true, nil
+				if !prefillAnswered { // the prefill has not answered: a KV it never sent is its own
+					if f := pl.kvPeerFault(gctx, "prefill", u.pLeg, u.dLeg, it.err); f != nil {
+						fail(f)
+						continue
+					}
+				}
 				fail(pl.legFault(gctx, "decode", u.dLeg, it.err, first))
 			case completed:
 			default:
+				dItems++
+				if f := pl.outOfVocab(gctx, r.j, u.dLeg, it.ev); f != nil {
+					dch = nil // still generating: retired (aborted) with the group
+					fail(f)
+					continue
+				}
 				if !first {
 					pl.observeDecodeTTFT(gctx, r.j, decodeStart)
 				}
 				first, dtC = true, nil
+				if empty(it.ev) {
+					continue
+				}
 				if hold {
 					held = append(held, it.ev)
 					continue

@@ -191,6 +191,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	stop := make(chan struct{})
 	dch := reader(dst, stop)
 	first, completed := false, false
+	items := 0 // messages the decode sent
 	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
 	defer stopDT()
 	for {
@@ -200,6 +201,11 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			fail(pl.timeoutFault("decode", dec))
 		case it := <-dch:
 			switch {
+			case it.err == io.EOF && !completed:
+				fail(pl.endedEarly(gctx, "decode", dec, items))
+				close(stop)
+				dst.Close()
+				return
 			case it.err == io.EOF:
 				pl.record(dec.Worker, http.StatusOK)
 				close(stop)
@@ -215,11 +221,22 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			case completed:
 				continue
 			}
+			items++
+			if f := pl.outOfVocab(gctx, r.j, dec, it.ev); f != nil {
+				releasePrefill() // the prefill's handoff reached a decode that answered
+				fail(f)
+				close(stop)
+				pl.retire(dec, dst)
+				return
+			}
 			if !first {
 				releasePrefill()
 				pl.observeDecodeTTFT(gctx, r.j, prefilledAt)
 			}
 			first, dtC = true, nil
+			if empty(it.ev) {
+				continue
+			}
 			if r.event(u, it.ev) {
 				if it.ev.Complete {
 					completed = true // read on to the stream's end
@@ -260,7 +277,7 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 	stop := make(chan struct{})
 	defer close(stop)
 	pch := reader(pst, stop)
-	harvested := ""
+	harvested, complete, items := "", false, 0
 	ptC, stopPT := deadline(pl.legDeadline("prefill", pre))
 	defer stopPT()
 	for {
@@ -271,6 +288,10 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 			return "", false
 		case it := <-pch:
 			switch {
+			case it.err == io.EOF && !complete:
+				pst.Close()
+				fail(pl.endedEarly(gctx, "prefill", pre, items))
+				return "", false
 			case it.err == io.EOF:
 				pst.Close()
 				return harvested, true // its success is the caller's to record
@@ -279,6 +300,8 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 				fail(pl.legFault(gctx, "prefill", pre, it.err, false))
 				return "", false
 			case it.ev.Complete:
+				items++
+				complete = true
 				r.prefilled(u, it.ev)
 				if harvested == "" {
 					harvested = it.ev.KVTransferJSON
@@ -286,6 +309,8 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 				if it.ev.MediaIdentity != nil {
 					u.identity = it.ev.MediaIdentity
 				}
+			default:
+				items++
 			}
 		case <-gctx.Done():
 			pl.retire(pre, pst)

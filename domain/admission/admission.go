@@ -66,6 +66,9 @@ const (
 	Wait
 	// Shed: answer 503 worker_overload_protection_shed (ShedError).
 	Shed
+	// Refuse: the dispatch needs more slots than the whole window, so no wait can admit
+	// it: answer 400 admission_window_exceeded (TooLargeError).
+	Refuse
 )
 
 // String returns "admit", "wait" or "shed".
@@ -77,18 +80,23 @@ func (d Decision) String() string {
 		return "wait"
 	case Shed:
 		return "shed"
+	case Refuse:
+		return "refuse"
 	}
 	return "Decision(" + strconv.Itoa(int(d)) + ")"
 }
 
 // Decide returns the next step for a dispatch that needs n slots on a decode worker with
-// window slots: Admit when the claim succeeded; Shed when n exceeds the window (it can never
-// fit) or the time already waited reached the budget (budget 0 sheds at once); else Wait.
+// window slots: Admit when the claim succeeded; Refuse when n exceeds the window (it can
+// never fit: a client error, not a load shed); Shed when the time already waited reached the
+// budget (budget 0 sheds at once); else Wait.
 func Decide(claimed bool, n, window int, waited, budget time.Duration) Decision {
 	switch {
 	case claimed:
 		return Admit
-	case n > window, waited >= budget:
+	case n > window:
+		return Refuse
+	case waited >= budget:
 		return Shed
 	}
 	return Wait
@@ -109,19 +117,28 @@ func RetryAfterSecs(budget time.Duration) int {
 
 // ShedError is the seed's shed: 503 worker_overload_protection_shed, Retry-After set,
 // not retryable (sheds are never retried by the gateway), leg "decode". The message names
-// the decode worker, its window and why.
-func ShedError(workerURL string, n, window int, waited, budget time.Duration) *errs.Error {
-	var why string
-	if n > window {
-		why = fmt.Sprintf("the dispatch needs %d slots, more than the window of %d", n, window)
-	} else {
-		why = fmt.Sprintf("its admission window of %d stayed full for %s", window, waited.Round(time.Millisecond))
-	}
+// the decode worker, its window and how long the dispatch waited.
+func ShedError(workerURL string, window int, waited, budget time.Duration) *errs.Error {
+	why := fmt.Sprintf("its admission window of %d stayed full for %s", window, waited.Round(time.Millisecond))
 	return &errs.Error{
 		Status:         503,
 		Code:           wire.CodeOverloadShed,
 		Message:        fmt.Sprintf("Decode worker '%s' is at capacity: %s", workerURL, why),
 		RetryAfterSecs: RetryAfterSecs(budget),
 		Leg:            "decode",
+	}
+}
+
+// TooLargeError is the answer to a dispatch that needs n slots on a decode worker whose
+// whole window is smaller (Refuse): 400 admission_window_exceeded, not retryable (waiting
+// or retrying cannot admit it), leg "decode". The message names the worker, both numbers
+// and the remedy.
+func TooLargeError(workerURL string, n, window int) *errs.Error {
+	return &errs.Error{
+		Status: 400,
+		Code:   wire.CodeAdmissionWindowExceeded,
+		Message: fmt.Sprintf("The request needs %d decode slots (one per prompt and sample), more than the admission window of %d "+
+			"of decode worker '%s': it can never be admitted; send at most %d prompts × n per request", n, window, workerURL, window),
+		Leg: "decode",
 	}
 }

@@ -61,7 +61,8 @@ func TestDecide(t *testing.T) {
 		{"full with budget left waits", false, 1, 8, 0, budget, admission.Wait},
 		{"full at the budget sheds", false, 1, 8, budget, budget, admission.Shed},
 		{"budget 0 sheds at once", false, 1, 8, 0, 0, admission.Shed},
-		{"n above the window never fits", false, 9, 8, 0, budget, admission.Shed},
+		{"n above the window never fits: refused at once", false, 9, 8, 0, budget, admission.Refuse},
+		{"n above the window is refused, not shed, at the budget", false, 9, 8, budget, budget, admission.Refuse},
 		{"n equal to the window may wait", false, 8, 8, 0, budget, admission.Wait},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,6 +71,7 @@ func TestDecide(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "shed", admission.Shed.String())
+	assert.Equal(t, "refuse", admission.Refuse.String())
 }
 
 func TestRemaining(t *testing.T) {
@@ -89,12 +91,21 @@ func TestRetryAfterSecs(t *testing.T) {
 
 func TestShedError(t *testing.T) {
 	t.Parallel()
-	got := admission.ShedError("http://10.0.0.2:8000", 1, 8, 30*time.Second, 30*time.Second)
+	got := admission.ShedError("http://10.0.0.2:8000", 8, 30*time.Second, 30*time.Second)
 	assert.Equal(t, &errs.Error{
 		Status: 503, Code: "worker_overload_protection_shed", Leg: "decode", RetryAfterSecs: 10,
 		Message: "Decode worker 'http://10.0.0.2:8000' is at capacity: its admission window of 8 stayed full for 30s",
 	}, got)
-	got = admission.ShedError("http://10.0.0.2:8000", 9, 8, 0, 30*time.Second)
-	assert.Equal(t, "Decode worker 'http://10.0.0.2:8000' is at capacity: the dispatch needs 9 slots, more than the window of 8", got.Message)
+}
+
+func TestTooLargeError(t *testing.T) {
+	t.Parallel()
+	got := admission.TooLargeError("http://10.0.0.2:8000", 9, 8)
+	assert.Equal(t, &errs.Error{
+		Status: 400, Code: "admission_window_exceeded", Leg: "decode",
+		Message: "The request needs 9 decode slots (one per prompt and sample), more than the admission window of 8 of decode worker " +
+			"'http://10.0.0.2:8000': it can never be admitted; send at most 8 prompts × n per request",
+	}, got)
 	assert.False(t, got.Retryable)
+	assert.Zero(t, got.RetryAfterSecs)
 }

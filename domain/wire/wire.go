@@ -187,6 +187,10 @@ const (
 	// (SGLang's KVTransferError; engines.md §2.4). Not seed codes.
 	CodePrefillKVTransferFailed = "prefill_kv_transfer_failed"
 	CodeDecodeKVTransferFailed  = "decode_kv_transfer_failed"
+	// CodeAdmissionWindowExceeded (400): a gRPC dispatch needs more decode slots (one per
+	// backend request: prompts × n) than the decode worker's whole admission window, so it
+	// could never be admitted; not retryable. Not a seed code.
+	CodeAdmissionWindowExceeded = "admission_window_exceeded"
 	// CodeNotFound (404) and CodeMethodNotAllowed (405) answer a request no route matches.
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"

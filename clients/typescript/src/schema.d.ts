@@ -1245,7 +1245,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Bad Request. The request is invalid: invalid_request, json_parse_error, invalid_request_id (a --request-id-headers value that is not a valid request id), context_length_exceeded (gRPC), runtime_pd_not_supported, moriio_fanout_unsupported, moriio_request_id_reserved, pd_decode_language_model_only_* (vLLM --language-model-only decode pools). An engine's own 4xx is passed through with its status. */
+        /** @description Bad Request. The request is invalid: invalid_request, json_parse_error, invalid_request_id (a --request-id-headers value that is not a valid request id), context_length_exceeded (gRPC), admission_window_exceeded (gRPC: the request needs more decode slots, prompts × n, than the decode's whole admission window), runtime_pd_not_supported, moriio_fanout_unsupported, moriio_request_id_reserved, pd_decode_language_model_only_* (vLLM --language-model-only decode pools). An engine's own 4xx is passed through with its status. */
         Error400: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

@@ -45,7 +45,14 @@ const (
 	// FaultSidecarTimeout fails with UNAVAILABLE and a message prefixed "sidecar_timeout",
 	// the servicer's non-retryable timeout (grpc.md §3.5).
 	FaultSidecarTimeout = "sidecar-timeout"
+	// FaultOOVTokens makes every generated token id OOVTokenID (outside any tokenizer's
+	// vocabulary), as a decode with a wrong model or a corrupted sampler would send.
+	FaultOOVTokens = "oov-tokens"
 )
+
+// OOVTokenID is the token id the oov-tokens fault generates: far beyond the vocabulary of
+// any tokenizer the simulators hand out.
+const OOVTokenID uint32 = 1<<31 - 1
 
 // Fault is one parsed fault; Arg is the HTTP code, token count or milliseconds.
 type Fault struct {
@@ -61,7 +68,7 @@ func ParseFault(s string) (Fault, error) {
 	switch kind {
 	case FaultStatus, FaultDieAfter, FaultSlowFirstByte, FaultDelayBody:
 		needArg = true
-	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams, FaultKVLost, FaultSidecarTimeout:
+	case FaultReset, FaultHang, FaultMalformed, FaultNoKVParams, FaultKVLost, FaultSidecarTimeout, FaultOOVTokens:
 	default:
 		return f, fmt.Errorf("grpcsim: unknown fault kind %q in %q", kind, s)
 	}

@@ -66,6 +66,14 @@ func TestFaultsTravelAsMetadata(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, m.GetResponse(), "neither chunk nor complete")
 
+	ctx = metadata.AppendToOutgoingContext(ctxT(t, 5*time.Second), grpcsim.FaultMetadata, "decode:oov-tokens")
+	r = sgGenerate(ctx, dc, with())
+	require.NoError(t, r.err)
+	require.Len(t, r.chunks, 4)
+	for _, c := range r.chunks {
+		assert.Equal(t, []uint32{grpcsim.OOVTokenID}, c.GetTokenIds(), "every generated id is out of vocabulary")
+	}
+
 	short, stop := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer stop()
 	ctx = metadata.AppendToOutgoingContext(short, grpcsim.FaultMetadata, "decode:hang")

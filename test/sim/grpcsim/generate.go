@@ -112,7 +112,7 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		defer s.track(req.id, cancel)()
 	}
 
-	dieAfter, malformed := -1, false
+	dieAfter, malformed, oov := -1, false, false
 	var kf kvFaults
 	for _, f := range faults {
 		switch f.Kind {
@@ -145,6 +145,8 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 			kf.none = true
 		case FaultKVLost:
 			kf.lost = true
+		case FaultOOVTokens:
+			oov = true
 		}
 	}
 
@@ -187,19 +189,25 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 	if h.pdPrefill {
 		n = 1
 	}
-	return s.stream(ctx, req, h, n, cached, dieAfter, send)
+	return s.stream(ctx, req, h, n, cached, dieAfter, oov, send)
 }
 
 // stream generates n tokens for each of req.n samples (index 0 is [HandoffTokens] or
 // [RecomputeTokens]; sample i > 0 is [SampleTokens]) and sends them: with stream=true one
 // delta chunk per token per sample, samples interleaved step by step, then a complete per
 // sample repeating its final delta; with stream=false one complete per sample with all its
-// ids. Counts are cumulative per sample. An Abort RPC ends every sample with "abort".
-func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n, cached, dieAfter int, send sender) error {
+// ids. Counts are cumulative per sample. An Abort RPC ends every sample with "abort". oov
+// replaces every token id with OOVTokenID (the oov-tokens fault).
+func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n, cached, dieAfter int, oov bool, send sender) error {
 	samples := max(req.n, 1)
 	toks := make([][]uint32, samples)
 	for i := range toks {
 		toks[i] = sampleTokens(req.ids, h.mix, h.source == 'k', i, n)
+		if oov {
+			for j := range toks[i] {
+				toks[i][j] = OOVTokenID
+			}
+		}
 	}
 	outs := make([][]uint32, samples)
 	finish := make([]string, samples)

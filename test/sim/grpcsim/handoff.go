@@ -22,10 +22,15 @@ var blockSeq atomic.Int64
 // handoff performs the role's side of the KV handoff (grpc.md §3.5 items 1 and 3):
 //
 //   - SGLang/TokenSpeed prefill with a room: registers the room on its side channel and
-//     waits (HandoffTimeout) until the decode takes the KV; DEADLINE_EXCEEDED when none does.
+//     waits (HandoffTimeout) until the decode takes the KV; when none does, INTERNAL
+//     "KVTransferError(bootstrap_room=<room>): Request <room> timed out after <s> in
+//     KVPoll.Bootstrapping", as the engine's scheduler aborts it with status 500
+//     (engines.md §2.4, grpc.md §3.2).
 //   - SGLang/TokenSpeed decode with a room: claims it at bootstrap_host:bootstrap_port;
-//     INTERNAL within HandoffTimeout when the room never appears (a wrong room) or carries
-//     another prompt. Without a room it recomputes (counted).
+//     when the room never appears within HandoffTimeout (a hung or wrong prefill), INTERNAL
+//     "KVTransferError(…): Request <room> timed out after <s> in KVPoll.WaitingForInput";
+//     a room carrying another prompt is a plain INTERNAL. Without a room it recomputes
+//     (counted).
 //   - TokenSpeed with DPSize > 1: a room whose residue room % DPSize is not the leg's rank
 //     (see checkDPRank) is INVALID_ARGUMENT (the engine would place it on another rank).
 //   - vLLM prefill with do_remote_decode: NIXL keeps blocks and returns engine-shaped
@@ -77,7 +82,7 @@ func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults) (hand
 				return local, s.cancelled(ctx)
 			}
 			s.c.unmatched.Add(1)
-			return local, status.Errorf(codes.DeadlineExceeded, "KV bootstrap timed out: no decode took room %d within %s", req.room, s.cfg.HandoffTimeout)
+			return local, kvTransferError(req.room, "Request %d timed out after %s in KVPoll.Bootstrapping", req.room, secs(s.cfg.HandoffTimeout))
 		}
 		return handoffResult{source: 'r', pdPrefill: true}, nil
 	default:
@@ -96,6 +101,9 @@ func (s *Server) receive(ctx context.Context, req genRequest, base, key, engineI
 			return handoffResult{}, s.cancelled(ctx)
 		}
 		s.c.unmatched.Add(1)
+		if room, ok := strings.CutPrefix(key, "room:"); ok {
+			return handoffResult{}, kvTransferError(req.room, "Request %s timed out after %s in KVPoll.WaitingForInput (bootstrap server %s: %v)", room, secs(s.cfg.HandoffTimeout), base, err)
+		}
 		return handoffResult{}, status.Errorf(codes.Internal, "KV transfer failed for %s from %s: %v", key, base, err)
 	}
 	if p.Digest != Digest(req.ids) || p.PromptTokens != len(req.ids) {
@@ -224,3 +232,13 @@ func parseKVParams(js *string, legacyHost string, legacyPort uint32, hasLegacy b
 	}
 	return map[string]any{"remote_host": legacyHost, "remote_port": float64(legacyPort)}, nil
 }
+
+// kvTransferError is an SGLang/TokenSpeed KV handoff failure as the engine reports it over
+// gRPC: the scheduler aborts the request with status 500, which the servicer raises as
+// INTERNAL (grpc.md §3.2), with the KVTransferError message of engines.md §2.4.
+func kvTransferError(room int64, format string, a ...any) error {
+	return status.Error(codes.Internal, fmt.Sprintf("KVTransferError(bootstrap_room=%d): ", room)+fmt.Sprintf(format, a...))
+}
+
+// secs renders d as the engine does in its timeout messages ("0.3s", "300.0s" is "300s").
+func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }

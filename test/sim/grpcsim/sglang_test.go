@@ -3,6 +3,7 @@ package grpcsim_test
 import (
 	"context"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,9 +105,13 @@ func TestSGLangWrongRoomFailsTheDecodeWithinTheHandoffTimeout(t *testing.T) {
 	dr := sgGenerate(ctx, dc, sgReq("a", ids, 3, false, &sglangpb.DisaggregatedParams{BootstrapHost: "127.0.0.1", BootstrapPort: int32(p.BootstrapPort()), BootstrapRoom: 2}))
 	elapsed := time.Since(startT)
 	assert.Equal(t, codes.Internal, status.Code(dr.err), "%v", dr.err)
+	assert.Contains(t, status.Convert(dr.err).Message(), "KVTransferError(bootstrap_room=2): Request 2 timed out after")
+	assert.Contains(t, status.Convert(dr.err).Message(), "in KVPoll.WaitingForInput")
 	assert.Less(t, elapsed, timeout+2*time.Second, "bounded by the handoff timeout")
 	pr := <-done
-	assert.Equal(t, codes.DeadlineExceeded, status.Code(pr.err), "the prefill's room is never claimed")
+	assert.Equal(t, codes.Internal, status.Code(pr.err), "the prefill's room is never claimed: %v", pr.err)
+	assert.Equal(t, "KVTransferError(bootstrap_room=1): Request 1 timed out after "+strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)+"s in KVPoll.Bootstrapping",
+		status.Convert(pr.err).Message())
 	assert.Equal(t, int64(1), d.Stats().UnmatchedRooms)
 	assert.Equal(t, int64(1), p.Stats().UnmatchedRooms)
 	assert.Equal(t, int64(0), d.Stats().HandoffsReceived)

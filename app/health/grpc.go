@@ -84,15 +84,16 @@ func refreshWanted(w *worker.Live, launched worker.Status) bool {
 
 // refreshEngineID reads the engine id bounded by timeout: a read with an id replaces the
 // live id (logged when it changed) and confirms it; a read without one keeps the previous
-// id and confirms; a failed or expired read keeps it unconfirmed, to be retried on the
-// next probe.
+// id and confirms; a failed or expired read marks it unconfirmed, to be retried on the
+// next probe. A read in progress leaves the flag as it was: ready workers are re-read on
+// every probe, and the flag must not flap while they are.
 func (c *Checker) refreshEngineID(ctx context.Context, e ports.GRPCEngines, w *worker.Live, timeout time.Duration) {
-	w.SetEngineIDConfirmed(false)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	id, err := e.EngineID(rctx, w.Worker)
 	switch {
 	case err != nil:
+		w.SetEngineIDConfirmed(false)
 		c.log.Warn("re-reading the KV engine id failed; retrying on the next probe",
 			"worker", w.URL, "worker_id", w.ID, "error", err.Error())
 	case id == "":

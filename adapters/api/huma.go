@@ -8,6 +8,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -118,19 +119,21 @@ func NewHumaAPI(mux *http.ServeMux) huma.API {
 	cfg.SchemasPath = ""
 	cfg.OpenAPIPath = OpenAPIPath
 	cfg.DocsPath = "" // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
-	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed). " +
-		"Inference: OpenAI chat and completions, SGLang /generate, Anthropic messages and token counting, " +
+	// The description is Markdown (the /docs viewer renders it): bodies are code spans, so
+	// placeholders such as <text> are not read as HTML tags.
+	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed).\n\n" +
+		"**Inference**: OpenAI chat and completions, SGLang `/generate`, Anthropic messages and token counting, " +
 		"OpenAI Responses and rerank, relayed to a prefill/decode pair; errors use the body " +
-		`{"error":{"type","code","message","param":null}} with the code also in X-SMG-Error-Code. ` +
-		"Admin: worker registration and listing (errors use " + `{"error":"<text>","code":"<CODE>"}), ` +
+		"`{\"error\":{\"type\",\"code\",\"message\",\"param\":null}}` with the code also in `X-SMG-Error-Code`.\n\n" +
+		"**Admin**: worker registration and listing (errors use `{\"error\":\"<text>\",\"code\":\"<CODE>\"}`), " +
 		"liveness, readiness and the model list."
+	cfg.Tags = apiTags
+	// A relative server: the /docs viewer's Try-It and generated clients without a base URL
+	// send to the origin that served the document (the gateway, or the ingress in front of
+	// it), not to a fixed host and port.
 	cfg.Servers = []*huma.Server{{
-		URL:         "http://{host}:{port}",
-		Description: "The gateway's listener (--host, --port; PORT overrides the port).",
-		Variables: map[string]*huma.ServerVariable{
-			"host": {Default: "localhost"},
-			"port": {Default: "30000"},
-		},
+		URL:         "/",
+		Description: "The origin serving this document: the gateway's listener (--host, --port; PORT overrides the port) or the proxy in front of it.",
 	}}
 	api := humago.New(mux, cfg)
 	mountDocs(mux)
@@ -173,4 +176,18 @@ func OpenAPI30YAML() ([]byte, error) {
 	h := NewHumaAPI(http.NewServeMux())
 	Register(h, Deps{})
 	return h.OpenAPI().DowngradeYAML()
+}
+
+// OpenAPIJSON is OpenAPIYAML as JSON, byte-identical to GET /openapi.json.
+func OpenAPIJSON() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return json.Marshal(h.OpenAPI())
+}
+
+// OpenAPI30JSON is OpenAPI30YAML as JSON, byte-identical to GET /openapi-3.0.json.
+func OpenAPI30JSON() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return h.OpenAPI().Downgrade()
 }

@@ -133,7 +133,7 @@ func NewHumaAPI(mux *http.ServeMux) huma.API {
 	// it), not to a fixed host and port.
 	cfg.Servers = []*huma.Server{{
 		URL:         "/",
-		Description: "The origin serving this document: the gateway's listener (--host, --port; PORT overrides the port) or the proxy in front of it.",
+		Description: "This gateway (the origin serving the document)",
 	}}
 	api := humago.New(mux, cfg)
 	mountDocs(mux)

@@ -117,8 +117,8 @@ func NewHumaAPI(mux *http.ServeMux) huma.API {
 	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	cfg.CreateHooks = nil // no $schema field in bodies, no Link headers
 	cfg.SchemasPath = ""
-	cfg.OpenAPIPath = OpenAPIPath
-	cfg.DocsPath = "" // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
+	cfg.OpenAPIPath = "" // mountOpenAPI serves the documents, rendered once under a lock
+	cfg.DocsPath = ""    // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
 	// The description is Markdown (the /docs viewer renders it): bodies are code spans, so
 	// placeholders such as <text> are not read as HTML tags.
 	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed).\n\n" +
@@ -136,6 +136,7 @@ func NewHumaAPI(mux *http.ServeMux) huma.API {
 		Description: "This gateway (the origin serving the document)",
 	}}
 	api := humago.New(mux, cfg)
+	mountOpenAPI(mux, api)
 	mountDocs(mux)
 	return api
 }

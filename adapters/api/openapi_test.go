@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,5 +125,40 @@ func TestOpenAPIDescriptionsRenderAsText(t *testing.T) {
 				assert.True(t, declared[tg.(string)], "%s %s: tag %v is not declared at the top level", method, p, tg)
 			}
 		}
+	}
+}
+
+// The first requests for the documents may arrive together (two /docs pages, a browser and
+// a generator): each is rendered once and served whole to all of them, with no data race
+// (this test runs under -race in make test).
+func TestOpenAPIDocumentsServedConcurrently(t *testing.T) {
+	t.Parallel()
+	srv, _ := newGateway(t, gatewayOptions{})
+	want := map[string]func() ([]byte, error){
+		"/openapi.yaml": api.OpenAPIYAML, "/openapi.json": api.OpenAPIJSON,
+		"/openapi-3.0.yaml": api.OpenAPI30YAML, "/openapi-3.0.json": api.OpenAPI30JSON,
+	}
+	var wg sync.WaitGroup
+	got := make(chan [2]string, 4*len(want))
+	for path := range want {
+		for range 4 {
+			wg.Go(func() {
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					got <- [2]string{path, err.Error()}
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				got <- [2]string{path, string(b)}
+			})
+		}
+	}
+	wg.Wait()
+	close(got)
+	for g := range got {
+		doc, err := want[g[0]]()
+		require.NoError(t, err)
+		assert.Equal(t, string(doc), g[1], g[0])
 	}
 }

@@ -49,7 +49,7 @@ deploy-render: $(HELM)
 	{ echo '# Rendered by `make deploy-render` from deploy/helm/smg (default values, namespace $(RENDER_NS)). Do not edit.'; \
 	  $(HELM_RENDER); } > $(RENDERED)
 
-## deploy-check: helm lint, rendered == committed manifests, kubeconform, Cloud Run (Knative), ECS (cfn-lint, aws-cli), Dockerfile (BuildKit lint)
+## deploy-check: helm lint, rendered == committed manifests, kubeconform, Cloud Run (Knative), ECS (cfn-lint, aws-cli), Compose (compose-go), Dockerfile (BuildKit lint)
 deploy-check: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done
 	$(HELM_ENV) $(HELM) lint --strict $(CHART)
 	$(HELM_ENV) $(HELM) lint --strict $(CHART) -f $(CHART)/ci/full-values.yaml

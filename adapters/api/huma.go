@@ -8,6 +8,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -116,23 +117,26 @@ func NewHumaAPI(mux *http.ServeMux) huma.API {
 	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	cfg.CreateHooks = nil // no $schema field in bodies, no Link headers
 	cfg.SchemasPath = ""
-	cfg.OpenAPIPath = OpenAPIPath
-	cfg.DocsPath = "" // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
-	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed). " +
-		"Inference: OpenAI chat and completions, SGLang /generate, Anthropic messages and token counting, " +
+	cfg.OpenAPIPath = "" // mountOpenAPI serves the documents, rendered once under a lock
+	cfg.DocsPath = ""    // huma's page loads its viewer from a CDN; mountDocs serves an embedded one
+	// The description is Markdown (the /docs viewer renders it): bodies are code spans, so
+	// placeholders such as <text> are not read as HTML tags.
+	cfg.Info.Description = "smg, a prefill/decode disaggregation gateway for LLM engines (SGLang, vLLM, TokenSpeed).\n\n" +
+		"**Inference**: OpenAI chat and completions, SGLang `/generate`, Anthropic messages and token counting, " +
 		"OpenAI Responses and rerank, relayed to a prefill/decode pair; errors use the body " +
-		`{"error":{"type","code","message","param":null}} with the code also in X-SMG-Error-Code. ` +
-		"Admin: worker registration and listing (errors use " + `{"error":"<text>","code":"<CODE>"}), ` +
+		"`{\"error\":{\"type\",\"code\",\"message\",\"param\":null}}` with the code also in `X-SMG-Error-Code`.\n\n" +
+		"**Admin**: worker registration and listing (errors use `{\"error\":\"<text>\",\"code\":\"<CODE>\"}`), " +
 		"liveness, readiness and the model list."
+	cfg.Tags = apiTags
+	// A relative server: the /docs viewer's Try-It and generated clients without a base URL
+	// send to the origin that served the document (the gateway, or the ingress in front of
+	// it), not to a fixed host and port.
 	cfg.Servers = []*huma.Server{{
-		URL:         "http://{host}:{port}",
-		Description: "The gateway's listener (--host, --port; PORT overrides the port).",
-		Variables: map[string]*huma.ServerVariable{
-			"host": {Default: "localhost"},
-			"port": {Default: "30000"},
-		},
+		URL:         "/",
+		Description: "This gateway (the origin serving the document)",
 	}}
 	api := humago.New(mux, cfg)
+	mountOpenAPI(mux, api)
 	mountDocs(mux)
 	return api
 }
@@ -173,4 +177,18 @@ func OpenAPI30YAML() ([]byte, error) {
 	h := NewHumaAPI(http.NewServeMux())
 	Register(h, Deps{})
 	return h.OpenAPI().DowngradeYAML()
+}
+
+// OpenAPIJSON is OpenAPIYAML as JSON, byte-identical to GET /openapi.json.
+func OpenAPIJSON() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return json.Marshal(h.OpenAPI())
+}
+
+// OpenAPI30JSON is OpenAPI30YAML as JSON, byte-identical to GET /openapi-3.0.json.
+func OpenAPI30JSON() ([]byte, error) {
+	h := NewHumaAPI(http.NewServeMux())
+	Register(h, Deps{})
+	return h.OpenAPI().Downgrade()
 }

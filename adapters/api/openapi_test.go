@@ -1,11 +1,15 @@
 package api_test
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +72,93 @@ func TestOpenAPIDocumentBasics(t *testing.T) {
 		assert.Contains(t, s, "operationId: "+id)
 	}
 	assert.NotContains(t, s, `"422"`)
+}
+
+var (
+	rxCodeSpan = regexp.MustCompile("`[^`]*`")
+	rxHTMLish  = regexp.MustCompile(`<[A-Za-z/!]`)
+)
+
+// The /docs viewer renders every description as Markdown, where <text> outside a code span
+// is an HTML tag that swallows what follows: no description has one. Every tag an operation
+// uses is declared at the top level with a description.
+func TestOpenAPIDescriptionsRenderAsText(t *testing.T) {
+	t.Parallel()
+	b, err := api.OpenAPIJSON()
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				if s, ok := c.(string); ok && k == "description" {
+					assert.Empty(t, rxHTMLish.FindAllString(rxCodeSpan.ReplaceAllString(s, ""), -1),
+						"%s/description has markup outside a code span: %q", path, s)
+				}
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	walk("#", doc)
+	info := doc["info"].(map[string]any)
+	assert.Contains(t, info["description"], "`{\"error\":\"<text>\",\"code\":\"<CODE>\"}`", "the admin error body is a code span")
+
+	declared := map[string]bool{}
+	tags, _ := doc["tags"].([]any)
+	for _, tg := range tags {
+		m := tg.(map[string]any)
+		assert.NotEmpty(t, m["description"], "tag %v", m["name"])
+		declared[m["name"].(string)] = true
+	}
+	for p, ops := range doc["paths"].(map[string]any) {
+		for method, op := range ops.(map[string]any) {
+			o := op.(map[string]any)
+			assert.NotEmpty(t, o["description"], "%s %s has no description", method, p)
+			for _, tg := range o["tags"].([]any) {
+				assert.True(t, declared[tg.(string)], "%s %s: tag %v is not declared at the top level", method, p, tg)
+			}
+		}
+	}
+}
+
+// The first requests for the documents may arrive together (two /docs pages, a browser and
+// a generator): each is rendered once and served whole to all of them, with no data race
+// (this test runs under -race in make test).
+func TestOpenAPIDocumentsServedConcurrently(t *testing.T) {
+	t.Parallel()
+	srv, _ := newGateway(t, gatewayOptions{})
+	want := map[string]func() ([]byte, error){
+		"/openapi.yaml": api.OpenAPIYAML, "/openapi.json": api.OpenAPIJSON,
+		"/openapi-3.0.yaml": api.OpenAPI30YAML, "/openapi-3.0.json": api.OpenAPI30JSON,
+	}
+	var wg sync.WaitGroup
+	got := make(chan [2]string, 4*len(want))
+	for path := range want {
+		for range 4 {
+			wg.Go(func() {
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					got <- [2]string{path, err.Error()}
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				got <- [2]string{path, string(b)}
+			})
+		}
+	}
+	wg.Wait()
+	close(got)
+	for g := range got {
+		doc, err := want[g[0]]()
+		require.NoError(t, err)
+		assert.Equal(t, string(doc), g[1], g[0])
+	}
 }

@@ -77,10 +77,17 @@ func (Object) Schema(huma.Registry) *huma.Schema {
 
 // nullableCopy is the schema of the named struct type t, inlined and nullable: huma refuses
 // nullable references to objects, and engines send "usage": null on stream chunks and
-// in-progress responses.
+// in-progress responses. The schema is built in a scratch registry so that no unused
+// component is left in the document; a type whose fields need components of their own is
+// registered in r as well, so its references resolve.
 func nullableCopy(r huma.Registry, t reflect.Type, name string) *huma.Schema {
-	ref := r.Schema(t, true, name)
-	s := *r.SchemaFromRef(ref.Ref)
+	scratch := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+	ref := scratch.Schema(t, true, name)
+	if len(scratch.Map()) != 1 {
+		scratch = r
+		ref = r.Schema(t, true, name)
+	}
+	s := *scratch.SchemaFromRef(ref.Ref)
 	s.Nullable = true
 	return &s
 }

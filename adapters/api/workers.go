@@ -76,7 +76,7 @@ type addWorkerInput struct {
 }
 
 type addWorkerOutput struct {
-	Location string `header:"Location" doc:"/workers/<id> of the new worker."`
+	Location string `header:"Location" doc:"The new worker's path, /workers/{id}."`
 	Body     AddAccepted
 }
 
@@ -179,6 +179,7 @@ func registerWorkers(h huma.API, d Deps) {
 		Method:      http.MethodGet,
 		Path:        "/workers/{id}",
 		Summary:     "Get a worker",
+		Description: "One registered worker by the id POST /workers answered (its Location header): status, load, models, metadata and pd_pairing key, as in the GET /workers list.",
 		Tags:        []string{tagWorkers},
 		Errors:      []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound},
 	}, func(_ context.Context, in *workerIDInput) (*getWorkerOutput, error) {

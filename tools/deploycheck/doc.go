@@ -6,5 +6,6 @@
 //     admission webhook's own SetDefaults + Validate (knative.dev/serving v0.42.2) with
 //     Cloud Run's limits (3600 s max timeout).
 //   - Shutdown budgets: every platform's kill deadline leaves room for the gateway's drain
-//     (--shutdown-drain-delay-secs + --shutdown-grace-period-secs, README "Shutdown").
+//     (--shutdown-drain-delay-secs + --shutdown-grace-period-secs, README "Shutdown"),
+//     Compose's stop_grace_period included (deploy/compose/compose.yaml, loaded with compose-go).
 package deploycheck

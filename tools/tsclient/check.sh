@@ -2,8 +2,10 @@
 # The TypeScript client (clients/typescript): installs openapi-typescript, openapi-fetch and
 # typescript at the versions of clients/typescript/package.json, and @redocly/cli at
 # REDOCLY_VERSION, into an ignored cache folder keyed by those versions
-# (.cache/tsclient-<versions>/, fetched once, offline-safe after); lints both committed
-# documents with redocly (openapi/redocly.yaml), regenerates src/schema.d.ts from
+# (.cache/tsclient-<versions>/, fetched once, offline-safe after), and
+# @stoplight/spectral-cli at SPECTRAL_VERSION into .cache/spectral-<version>/; lints both
+# committed documents with redocly (openapi/redocly.yaml) and with Spectral's spectral:oas
+# ruleset (openapi/spectral.yaml, failing on any warning), regenerates src/schema.d.ts from
 # openapi/openapi.yaml and compiles the client with tsc.
 #   check.sh           fail when the committed schema.d.ts differs from a fresh generation,
 #                      then compile (make openapi-check, and so make test)
@@ -28,6 +30,17 @@ BIN="$(cd "$CACHE" && pwd)/node_modules/.bin"
 
 REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true "$BIN/redocly" lint \
 	--config openapi/redocly.yaml --format=summary openapi/openapi.yaml openapi/openapi-3.0.yaml
+
+SP="${SPECTRAL_VERSION:-6.16.3}"
+SPCACHE=".cache/spectral-${SP}"
+if [ ! -f "$SPCACHE/.complete" ]; then
+	mkdir -p "$SPCACHE"
+	echo "fetching @stoplight/spectral-cli@${SP} into ${SPCACHE}"
+	npm install --prefix "$SPCACHE" --no-audit --no-fund --no-save --loglevel=error "@stoplight/spectral-cli@${SP}"
+	touch "$SPCACHE/.complete"
+fi
+"$SPCACHE/node_modules/.bin/spectral" lint --fail-severity=warn --ruleset openapi/spectral.yaml \
+	openapi/openapi.yaml openapi/openapi-3.0.yaml
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -1191,14 +1191,6 @@ type ResponsesRequest struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// ResponsesUsage defines model for ResponsesUsage.
-type ResponsesUsage struct {
-	InputTokens          int64                  `json:"input_tokens"`
-	OutputTokens         int64                  `json:"output_tokens"`
-	TotalTokens          int64                  `json:"total_tokens"`
-	AdditionalProperties map[string]interface{} `json:"-"`
-}
-
 // StreamOptions defines model for StreamOptions.
 type StreamOptions struct {
 	// IncludeUsage Send a last chunk with usage.
@@ -1246,14 +1238,6 @@ type ToolFunction struct {
 	// Parameters JSON Schema of the arguments.
 	Parameters           *map[string]interface{} `json:"parameters,omitempty"`
 	AdditionalProperties map[string]interface{}  `json:"-"`
-}
-
-// Usage defines model for Usage.
-type Usage struct {
-	CompletionTokens     int64                  `json:"completion_tokens"`
-	PromptTokens         int64                  `json:"prompt_tokens"`
-	TotalTokens          int64                  `json:"total_tokens"`
-	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // WorkerError defines model for WorkerError.
@@ -5918,98 +5902,6 @@ func (a ResponsesRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
-// Getter for additional properties for ResponsesUsage. Returns the specified
-// element and whether it was found
-func (a ResponsesUsage) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for ResponsesUsage
-func (a *ResponsesUsage) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for ResponsesUsage to handle AdditionalProperties
-func (a *ResponsesUsage) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["input_tokens"]; found {
-		err = json.Unmarshal(raw, &a.InputTokens)
-		if err != nil {
-			return fmt.Errorf("error reading 'input_tokens': %w", err)
-		}
-		delete(object, "input_tokens")
-	}
-
-	if raw, found := object["output_tokens"]; found {
-		err = json.Unmarshal(raw, &a.OutputTokens)
-		if err != nil {
-			return fmt.Errorf("error reading 'output_tokens': %w", err)
-		}
-		delete(object, "output_tokens")
-	}
-
-	if raw, found := object["total_tokens"]; found {
-		err = json.Unmarshal(raw, &a.TotalTokens)
-		if err != nil {
-			return fmt.Errorf("error reading 'total_tokens': %w", err)
-		}
-		delete(object, "total_tokens")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for ResponsesUsage to handle AdditionalProperties
-func (a ResponsesUsage) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["input_tokens"], err = json.Marshal(a.InputTokens)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'input_tokens': %w", err)
-	}
-
-	object["output_tokens"], err = json.Marshal(a.OutputTokens)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'output_tokens': %w", err)
-	}
-
-	object["total_tokens"], err = json.Marshal(a.TotalTokens)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
 // Getter for additional properties for StreamOptions. Returns the specified
 // element and whether it was found
 func (a StreamOptions) Get(fieldName string) (value interface{}, found bool) {
@@ -6436,98 +6328,6 @@ func (a ToolFunction) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'parameters': %w", err)
 		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for Usage. Returns the specified
-// element and whether it was found
-func (a Usage) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for Usage
-func (a *Usage) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for Usage to handle AdditionalProperties
-func (a *Usage) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["completion_tokens"]; found {
-		err = json.Unmarshal(raw, &a.CompletionTokens)
-		if err != nil {
-			return fmt.Errorf("error reading 'completion_tokens': %w", err)
-		}
-		delete(object, "completion_tokens")
-	}
-
-	if raw, found := object["prompt_tokens"]; found {
-		err = json.Unmarshal(raw, &a.PromptTokens)
-		if err != nil {
-			return fmt.Errorf("error reading 'prompt_tokens': %w", err)
-		}
-		delete(object, "prompt_tokens")
-	}
-
-	if raw, found := object["total_tokens"]; found {
-		err = json.Unmarshal(raw, &a.TotalTokens)
-		if err != nil {
-			return fmt.Errorf("error reading 'total_tokens': %w", err)
-		}
-		delete(object, "total_tokens")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for Usage to handle AdditionalProperties
-func (a Usage) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["completion_tokens"], err = json.Marshal(a.CompletionTokens)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'completion_tokens': %w", err)
-	}
-
-	object["prompt_tokens"], err = json.Marshal(a.PromptTokens)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'prompt_tokens': %w", err)
-	}
-
-	object["total_tokens"], err = json.Marshal(a.TotalTokens)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'total_tokens': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -8043,6 +7843,8 @@ type ClientInterface interface {
 
 	// GetWorker Get a worker
 	//
+	// One registered worker by the id POST /workers answered (its Location header): status, load, models, metadata and pd_pairing key, as in the GET /workers list.
+	//
 	// Corresponds with GET /workers/{id} (the `GetWorker` operationId).
 	GetWorker(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
@@ -8628,6 +8430,8 @@ func (c *Client) RemoveWorker(ctx context.Context, id string, reqEditors ...Requ
 }
 
 // GetWorker Get a worker
+//
+// One registered worker by the id POST /workers answered (its Location header): status, load, models, metadata and pd_pairing key, as in the GET /workers list.
 //
 // Corresponds with GET /workers/{id} (the `GetWorker` operationId).
 func (c *Client) GetWorker(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10017,6 +9821,8 @@ type ClientWithResponsesInterface interface {
 	RemoveWorkerWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RemoveWorkerResponse, error)
 
 	// GetWorkerWithResponse Get a worker
+	//
+	// One registered worker by the id POST /workers answered (its Location header): status, load, models, metadata and pd_pairing key, as in the GET /workers list.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13093,6 +12899,8 @@ func (c *ClientWithResponses) RemoveWorkerWithResponse(ctx context.Context, id s
 }
 
 // GetWorkerWithResponse Get a worker
+//
+// One registered worker by the id POST /workers answered (its Location header): status, load, models, metadata and pd_pairing key, as in the GET /workers list.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -419,7 +419,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a worker */
+        /**
+         * Get a worker
+         * @description One registered worker by the id POST /workers answered (its Location header): status, load, models, metadata and pd_pairing key, as in the GET /workers list.
+         */
         get: operations["get-worker"];
         put?: never;
         post?: never;
@@ -984,16 +987,6 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        ResponsesUsage: {
-            /** Format: int64 */
-            input_tokens: number;
-            /** Format: int64 */
-            output_tokens: number;
-            /** Format: int64 */
-            total_tokens: number;
-        } & {
-            [key: string]: unknown;
-        };
         StreamOptions: {
             /** @description Send a last chunk with usage. */
             include_usage?: boolean;
@@ -1034,16 +1027,6 @@ export interface components {
             parameters?: {
                 [key: string]: unknown;
             };
-        } & {
-            [key: string]: unknown;
-        };
-        Usage: {
-            /** Format: int64 */
-            completion_tokens: number;
-            /** Format: int64 */
-            prompt_tokens: number;
-            /** Format: int64 */
-            total_tokens: number;
         } & {
             [key: string]: unknown;
         };

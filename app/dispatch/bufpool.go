@@ -97,9 +97,21 @@ const maxBodyReserve = 64 << 10
 // hint <= 0 starts at 512 bytes. The bytes are the caller's to keep (a client body
 // outlives the request's legs, so it is not pooled).
 func readAllSized(r io.Reader, hint int64) ([]byte, error) {
+	return readAllReserved(r, hint, nil)
+}
+
+// readAllReserved is readAllSized under a memory reservation: with grow set, the caller
+// has already reserved hint+1 bytes (hint > 0) or 512 (hint <= 0), the buffer starts at
+// that size at once (the claim is paid for, so the body is read without a copy per
+// doubling), and every growth past it first reserves the added bytes through grow, whose
+// error ends the read.
+func readAllReserved(r io.Reader, hint int64, grow func(n int64) error) ([]byte, error) {
 	start := int64(512)
 	if hint > 0 {
-		start = min(hint+1, maxBodyReserve) // +1: the read that sees EOF needs no growth
+		start = hint + 1 // +1: the read that sees EOF needs no growth
+		if grow == nil {
+			start = min(start, maxBodyReserve)
+		}
 	}
 	b := make([]byte, 0, start)
 	for {
@@ -115,6 +127,11 @@ func readAllSized(r io.Reader, hint int64) ([]byte, error) {
 			next := int64(cap(b)) * 2
 			if hint > 0 && int64(len(b)) <= hint {
 				next = min(next, hint+1)
+			}
+			if grow != nil {
+				if err := grow(next - int64(cap(b))); err != nil {
+					return b, err
+				}
 			}
 			nb := make([]byte, len(b), next)
 			copy(nb, b)

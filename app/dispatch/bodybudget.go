@@ -1,0 +1,109 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/media"
+	"github.com/smg-go/smg/domain/wire"
+)
+
+// bodyBudgetWait is how long a request waits for room in the body budget before it is shed.
+const bodyBudgetWait = 2 * time.Second
+
+// bodyShedRetryAfterSecs is the Retry-After of a request shed for the body budget.
+const bodyShedRetryAfterSecs = 1
+
+// bodyCollectAfterBytes is the request-body memory (bytes) given back after which the
+// collector runs at once: bodies are garbage the moment their request ends, and --gogc
+// (400 %: five times the live heap) would otherwise let many of them pile up.
+const bodyCollectAfterBytes = 64 << 20
+
+// bodyGarbageFactor is the garbage one body byte leaves when its request ends, counted
+// towards bodyCollectAfterBytes: parsing a JSON body copies it (decoded strings, the chat
+// template's values, a data URL's bytes); about 8 times its size was measured for a chat
+// request with one data URL over gRPC.
+const bodyGarbageFactor = 4
+
+// bodyBudget bounds the request-body bytes the data plane holds at once
+// (--max-inflight-body-mb): a body is reserved at its Content-Length before it is read (a
+// chunked body as its buffer grows) and given back when its request ends, so many large
+// bodies (inline images as data URLs) wait or are shed instead of all being read into
+// memory together. It is a byte-only media.Budget (no slots; waiters in arrival order).
+// A nil *bodyBudget is unbounded. Safe for concurrent use.
+type bodyBudget struct {
+	b    *media.Budget
+	wait time.Duration
+	// garbage counts the body bytes given back since the last collection.
+	garbage atomic.Int64
+}
+
+// newBodyBudget returns a budget of mb MiB whose reservations wait at most wait; nil (no
+// bound) when mb <= 0.
+func newBodyBudget(mb int, wait time.Duration) *bodyBudget {
+	if mb <= 0 {
+		return nil
+	}
+	return &bodyBudget{b: media.NewBudget(0, int64(mb)<<20), wait: wait}
+}
+
+// bodyHold is what one request reserved from the budget. Not safe for concurrent use (one
+// request reads its body once); release is idempotent. A nil or zero hold reserves nothing.
+type bodyHold struct {
+	bb  *bodyBudget
+	ctx context.Context
+	n   int64
+}
+
+// hold starts a request's reservation; ctx ends its waits.
+func (bb *bodyBudget) hold(ctx context.Context) *bodyHold {
+	return &bodyHold{bb: bb, ctx: ctx}
+}
+
+// reserve adds n bytes to the request's reservation, waiting up to the budget's wait. One
+// request never holds more than the whole budget: a body larger than it (within
+// --max-payload-size) waits for the whole budget instead of being refused. Errors: 503
+// worker_overload_protection_shed with Retry-After when the budget stayed full, or the
+// context's error (*errs.Error 499/504 through contextError).
+func (h *bodyHold) reserve(n int64) error {
+	if h == nil || h.bb == nil || n <= 0 {
+		return nil
+	}
+	n = min(n, h.bb.b.MaxBytes()-h.n)
+	if n <= 0 {
+		return nil
+	}
+	if err := h.bb.b.AcquireBytes(h.ctx, n, h.bb.wait); err != nil {
+		if errors.Is(err, media.ErrBudgetBusy) {
+			e := errs.New(http.StatusServiceUnavailable, wire.CodeOverloadShed,
+				"the gateway's in-flight request-body budget (--max-inflight-body-mb %d) stayed full for %s (this body needs %d MiB more); retry later",
+				h.bb.b.MaxBytes()>>20, h.bb.wait, (n+1<<20-1)>>20)
+			e.RetryAfterSecs = bodyShedRetryAfterSecs
+			return e
+		}
+		return contextError(h.ctx, "waiting for room in the request-body budget")
+	}
+	h.n += n
+	return nil
+}
+
+// release gives the whole reservation back and counts it as garbage, running the collector
+// once bodyCollectAfterBytes have been given back since the last time
+// (counting bodyGarbageFactor bytes of garbage per body byte).
+func (h *bodyHold) release() {
+	if h == nil || h.bb == nil || h.n == 0 {
+		return
+	}
+	n := h.n
+	h.n = 0
+	h.bb.b.ReleaseBytes(n)
+	if h.bb.garbage.Add(n*bodyGarbageFactor) >= bodyCollectAfterBytes {
+		h.bb.garbage.Store(0)
+		runtime.GC()
+	}
+}

@@ -354,8 +354,6 @@ func (c Config) validateTimeouts() error {
 		return bad("--shutdown-grace-period-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownGracePeriod))
 	case c.ShutdownDrainDelay < 0:
 		return bad("--shutdown-drain-delay-secs", "must be 0 or more seconds (got %s)", secs(c.ShutdownDrainDelay))
-	case c.MaxInflightBodyMB < 0:
-		return bad("--max-inflight-body-mb", "must be 0 (unbounded) or more MiB (got %d)", c.MaxInflightBodyMB)
 	case c.MaxPayloadSize <= 0:
 		return bad("--max-payload-size", "must be more than 0 bytes (got %d)", c.MaxPayloadSize)
 	}

@@ -182,10 +182,10 @@ type Config struct {
 	// Request bodies: how long a data-plane client may take to send its body.
 	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed
 	// MaxInflightBodyMB is --max-inflight-body-mb, 64: the request-body bytes (MiB) the
-	// data plane holds at once. A body is reserved at its Content-Length (a chunked one as
-	// it grows) before it is read and given back when its request ends; one that finds the
-	// budget full for 2 s is answered 503 worker_overload_protection_shed with
-	// Retry-After. 0 = unbounded.
+	// data plane holds at once. A body's buffer is reserved before it is allocated (as the
+	// bytes arrive, never past the Content-Length) and given back when its request ends; a
+	// request that finds the budget full for 2 s is answered 503
+	// worker_overload_protection_shed with Retry-After. 0 = unbounded.
 	MaxInflightBodyMB int
 
 	// Authentication. Keys are secrets: never logged, compared in constant time.

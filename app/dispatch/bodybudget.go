@@ -31,10 +31,10 @@ const bodyCollectAfterBytes = 64 << 20
 const bodyGarbageFactor = 4
 
 // bodyBudget bounds the request-body bytes the data plane holds at once
-// (--max-inflight-body-mb): a body is reserved at its Content-Length before it is read (a
-// chunked body as its buffer grows) and given back when its request ends, so many large
-// bodies (inline images as data URLs) wait or are shed instead of all being read into
-// memory together. It is a byte-only media.Budget (no slots; waiters in arrival order).
+// (--max-inflight-body-mb): a body's buffer is reserved before it is allocated (the first
+// before a byte is read, each growth as the bytes arrive) and given back when its request
+// ends, so many large bodies (inline images as data URLs) wait or are shed instead of all
+// being read into memory together. It is a byte-only media.Budget (no slots; waiters in arrival order).
 // A nil *bodyBudget is unbounded. Safe for concurrent use.
 type bodyBudget struct {
 	b    *media.Budget

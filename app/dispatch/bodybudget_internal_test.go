@@ -37,7 +37,7 @@ func TestBodyBudgetShedsABodyThatFindsItFull(t *testing.T) {
 	b, err := readClientBody(httptest.NewRecorder(), postBody(context.Background(), big, false), 8<<20, 0, first)
 	require.NoError(t, err)
 	assert.Len(t, b, len(big))
-	assert.Equal(t, int64(len(big)+1), inUse(bb), "reserved at its Content-Length (+1 for EOF), one buffer")
+	assert.Equal(t, int64(len(big)+1), inUse(bb), "the reservation follows the buffer, which ends at the Content-Length (+1 for EOF)")
 	assert.Equal(t, len(big)+1, cap(b))
 
 	w := httptest.NewRecorder()

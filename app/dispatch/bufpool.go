@@ -100,19 +100,20 @@ func readAllSized(r io.Reader, hint int64) ([]byte, error) {
 	return readAllReserved(r, hint, nil)
 }
 
-// readAllReserved is readAllSized under a memory reservation: with grow set, the caller
-// has already reserved hint+1 bytes (hint > 0) or 512 (hint <= 0), the buffer starts at
-// that size at once (the claim is paid for, so the body is read without a copy per
-// doubling), and every growth past it first reserves the added bytes through grow, whose
-// error ends the read.
-func readAllReserved(r io.Reader, hint int64, grow func(n int64) error) ([]byte, error) {
-	start := int64(512)
+// readStart is the first buffer size (bytes) of readAllSized for a Content-Length hint.
+func readStart(hint int64) int64 {
 	if hint > 0 {
-		start = hint + 1 // +1: the read that sees EOF needs no growth
-		if grow == nil {
-			start = min(start, maxBodyReserve)
-		}
+		return min(hint+1, maxBodyReserve) // +1: the read that sees EOF needs no growth
 	}
+	return 512
+}
+
+// readAllReserved is readAllSized under a memory reservation: the caller has already
+// reserved the first buffer (readStart(hint) bytes), and every growth past it first
+// reserves the added bytes through grow (nil: no reservation), whose error ends the read.
+// The reservation so follows the buffer, which follows the bytes received.
+func readAllReserved(r io.Reader, hint int64, grow func(n int64) error) ([]byte, error) {
+	start := readStart(hint)
 	b := make([]byte, 0, start)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])

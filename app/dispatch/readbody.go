@@ -19,12 +19,13 @@ import (
 //     body_read_timeout and the connection is closed; the deadline is lifted once the body
 //     is read, so it never bounds a long streamed answer (the read deadline is set through
 //     http.ResponseController, which reaches the connection through wrappers that Unwrap);
-//   - with a budget (--max-inflight-body-mb), the body is reserved before a byte is read:
-//     at its Content-Length, in one buffer of that size, or, chunked, as its buffer grows;
-//     a budget that stays full answers 503 worker_overload_protection_shed with
-//     Retry-After (the connection is closed: the body is never read). The hold is the
-//     caller's to release when the request ends (also on error: release is idempotent);
-//   - without one, memory follows the bytes received, not the announced size (readAllSized).
+//   - memory follows the bytes received, not the announced size (readAllSized);
+//   - with a budget (--max-inflight-body-mb), every buffer is reserved before it is
+//     allocated: the first before a byte is read, each growth before it is made, so the
+//     reservation follows the buffer and a client that announces much and sends little
+//     holds little; a budget that stays full answers 503 worker_overload_protection_shed
+//     with Retry-After and the connection is closed (the rest is never read). The hold is
+//     the caller's to release when the request ends (also on error: it is idempotent).
 //
 // Errors are *errs.Error for WriteError.
 func readClientBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration, hold *bodyHold) ([]byte, error) {
@@ -35,11 +36,7 @@ func readClientBody(w http.ResponseWriter, r *http.Request, limit int64, timeout
 	hint := min(r.ContentLength, limit)
 	var grow func(int64) error
 	if hold != nil && hold.bb != nil {
-		first := int64(512)
-		if hint > 0 {
-			first = hint + 1
-		}
-		if err := hold.reserve(first); err != nil {
+		if err := hold.reserve(readStart(hint)); err != nil {
 			w.Header().Set("Connection", "close")
 			return nil, err
 		}

@@ -151,3 +151,17 @@ func TestNoBodyBudgetReadsAsBefore(t *testing.T) {
 	assert.Equal(t, `{"a":1}`, string(b))
 	h.release()
 }
+
+func TestBodyBudgetCountsWhatArrivedNotWhatWasAnnounced(t *testing.T) {
+	t.Parallel()
+	bb := newBodyBudget(1, 50*time.Millisecond)
+	r := postBody(context.Background(), `{"model":"m"}`, false)
+	r.ContentLength = 500 << 20 // announced, never sent (within --max-payload-size)
+	h := bb.hold(context.Background())
+	b, err := readClientBody(httptest.NewRecorder(), r, 512<<20, 0, h)
+	require.NoError(t, err)
+	assert.Equal(t, `{"model":"m"}`, string(b))
+	assert.Equal(t, int64(maxBodyReserve), inUse(bb), "one first buffer, not the announced 500 MiB")
+	assert.Equal(t, maxBodyReserve, cap(b))
+	h.release()
+}

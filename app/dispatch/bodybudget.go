@@ -41,6 +41,8 @@ type bodyBudget struct {
 	wait time.Duration
 	// garbage counts the body bytes given back since the last collection.
 	garbage atomic.Int64
+	// collecting is set while a collection started by release runs.
+	collecting atomic.Bool
 }
 
 // newBodyBudget returns a budget of mb MiB whose reservations wait at most wait; nil (no
@@ -102,8 +104,54 @@ func (h *bodyHold) release() {
 	n := h.n
 	h.n = 0
 	h.bb.b.ReleaseBytes(n)
-	if h.bb.garbage.Add(n*bodyGarbageFactor) >= bodyCollectAfterBytes {
+	if h.bb.garbage.Add(n*bodyGarbageFactor) >= bodyCollectAfterBytes && h.bb.collecting.CompareAndSwap(false, true) {
 		h.bb.garbage.Store(0)
-		runtime.GC()
+		// In the background: release runs as a response head is committed, and a forced
+		// collection would otherwise delay that head (runtime.GC blocks its caller).
+		go func() {
+			defer h.bb.collecting.Store(false)
+			runtime.GC()
+		}()
 	}
 }
+
+// releaseOnCommit wraps w so that the body's reservation is given back (release, which is
+// idempotent) as the response head is committed: by then the body has been parsed and its
+// legs sent, and only the body itself stays referenced while the answer streams, so the
+// budget bounds the requests still being read, parsed or waiting for their first byte,
+// not every open stream. Flush and http.ResponseController's other calls (through Unwrap)
+// reach the wrapped writer.
+func releaseOnCommit(w http.ResponseWriter, release func()) http.ResponseWriter {
+	return &commitRelease{ResponseWriter: w, release: release}
+}
+
+type commitRelease struct {
+	http.ResponseWriter
+	release func()
+}
+
+// WriteHeader releases on the first non-1xx status, then passes code on.
+func (c *commitRelease) WriteHeader(code int) {
+	if code < 100 || code > 199 {
+		c.release()
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Write releases (a first Write commits 200), then passes p on.
+func (c *commitRelease) Write(p []byte) (int, error) {
+	c.release()
+	return c.ResponseWriter.Write(p)
+}
+
+// Flush releases (a flush commits 200), then flushes the wrapped writer.
+func (c *commitRelease) Flush() { _ = c.FlushError() }
+
+// FlushError is Flush with the wrapped writer's error (http.ResponseController prefers it).
+func (c *commitRelease) FlushError() error {
+	c.release()
+	return http.NewResponseController(c.ResponseWriter).Flush()
+}
+
+// Unwrap is the wrapped writer, for http.ResponseController.
+func (c *commitRelease) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -165,3 +165,32 @@ func TestBodyBudgetCountsWhatArrivedNotWhatWasAnnounced(t *testing.T) {
 	assert.Equal(t, maxBodyReserve, cap(b))
 	h.release()
 }
+
+// A body's reservation is given back as its response head is committed (an open stream
+// holds no budget), once: the deferred release at the request's end gives nothing back
+// twice.
+func TestBodyBudgetIsGivenBackAtTheResponseHead(t *testing.T) {
+	t.Parallel()
+	for name, commit := range map[string]func(w http.ResponseWriter){
+		"WriteHeader": func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) },
+		"Write":       func(w http.ResponseWriter) { _, _ = w.Write([]byte("data: {}\n\n")) },
+		"Flush":       func(w http.ResponseWriter) { require.NoError(t, http.NewResponseController(w).Flush()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			bb := newBodyBudget(1, 50*time.Millisecond)
+			h := bb.hold(context.Background())
+			body := strings.Repeat("a", 100<<10)
+			_, err := readClientBody(httptest.NewRecorder(), postBody(context.Background(), body, false), 8<<20, 0, h)
+			require.NoError(t, err)
+			rec := httptest.NewRecorder()
+			w := releaseOnCommit(rec, h.release)
+			w.WriteHeader(http.StatusContinue)
+			assert.Equal(t, int64(len(body)+1), inUse(bb), "an interim 1xx commits nothing")
+			commit(w)
+			assert.Zero(t, inUse(bb), "given back at the head")
+			h.release()
+			assert.Zero(t, inUse(bb), "the deferred release gives nothing back twice")
+		})
+	}
+}

@@ -163,6 +163,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		defer cancel()
 		body, release, err := d.readBody(w, r)
 		defer release()
+		w = releaseOnCommit(w, release)
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -431,8 +432,8 @@ func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (f
 
 // readBody reads the client body within --max-payload-size, --body-read-timeout-secs and
 // the in-flight body budget (--max-inflight-body-mb; readbody.go). The caller defers
-// release, which gives the body's reservation back, once it holds no reference to the
-// body (the request ended): also on error.
+// release, which gives the body's reservation back (also on error), and may release it
+// earlier, as its response head is committed (releaseOnCommit): release is idempotent.
 func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
 	h := d.bodies.hold(r.Context())
 	b, err := readClientBody(w, r, d.cfg.MaxPayloadSize, d.cfg.BodyReadTimeout, h)

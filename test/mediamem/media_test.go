@@ -154,10 +154,10 @@ func TestManyLargeImagesStayWithinTheMediaBudget(t *testing.T) {
 // image's header says its pixel values cannot fit the engine's 4 MiB message, so each
 // request that is read is refused with 413 before a pixel is decoded. What bounds the
 // gateway's memory here is the request bodies and their parsing (about 5 times a body's
-// size): they are read under --max-inflight-body-mb (64 MiB by default, about four of
+// size): they are read under --max-inflight-body-mb (128 MiB by default, about eight of
 // these bodies), and a request whose body finds that budget full is shed with 503 and
 // Retry-After, the rest of its body unread. Every request is answered, the peak RSS stays
-// under the media budget + 300 MB (0.45 to 0.7 GB measured; 6.8 GB and 70 s without the
+// under the media budget + 300 MB (0.9 GB measured at 128 MiB, 0.45 to 0.7 GB at 64; 6.8 GB and 70 s without the
 // body budget), and a small request afterwards is served.
 func TestManyLargeDataURLsStayWithinTheBodyBudget(t *testing.T) {
 	dir := qwenVLDir(t)

@@ -181,6 +181,13 @@ type Config struct {
 
 	// Request bodies: how long a data-plane client may take to send its body.
 	BodyReadTimeout time.Duration // --body-read-timeout-secs, 60s; 408 and the connection closed when passed
+	// MaxInflightBodyMB is --max-inflight-body-mb, 128: the request-body bytes (MiB) the
+	// data plane holds at once before the responses start. A body's buffer is reserved
+	// before it is allocated (as the bytes arrive, never past the Content-Length) and given
+	// back when its response head is committed or its request ends; a
+	// request that finds the budget full for 2 s is answered 503
+	// worker_overload_protection_shed with Retry-After. 0 = unbounded.
+	MaxInflightBodyMB int
 
 	// Authentication. Keys are secrets: never logged, compared in constant time.
 	AdminAPIKey     string // --admin-api-key / SMG_ADMIN_API_KEY: Bearer key of the worker-management routes; "" = open
@@ -236,6 +243,7 @@ func Default() Config {
 		EngineMaxMessageMB:         4,
 		MediaMaxConcurrency:        4,
 		MediaMemoryBudgetMB:        1024,
+		MaxInflightBodyMB:          128,
 		MediaBudgetWaitMS:          2000,
 		RetryMaxRetries:            5,
 		RetryInitialBackoffMS:      50,

@@ -44,11 +44,14 @@ func (c *Config) LoadSecrets() error {
 }
 
 // validateEdge checks the flags that bound what clients and registrations may do: the body
-// read deadline, the API keys, the worker allow-list, the worker cap, the probe
+// read deadline and in-flight budget, the API keys, the worker allow-list, the worker cap, the probe
 // concurrency and the request-id headers.
 func (c Config) validateEdge() error {
 	if c.BodyReadTimeout <= 0 {
 		return bad("--body-read-timeout-secs", "must be more than 0 seconds (got %s)", secs(c.BodyReadTimeout))
+	}
+	if c.MaxInflightBodyMB < 0 {
+		return bad("--max-inflight-body-mb", "must be 0 (unbounded) or more MiB (got %d)", c.MaxInflightBodyMB)
 	}
 	for _, k := range []struct{ flag, key string }{{"--admin-api-key", c.AdminAPIKey}, {"--api-key", c.APIKey}} {
 		if k.key != "" && (strings.TrimSpace(k.key) != k.key || strings.ContainsAny(k.key, " \t\r\n")) {

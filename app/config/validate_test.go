@@ -188,6 +188,7 @@ func TestValidateEdgeFlags(t *testing.T) {
 		{"redis path too deep", func(c *config.Config) { c.RedisURL = "redis://h:6379/1/2" }, "--redis-url"},
 		{"redis db query bad", func(c *config.Config) { c.RedisURL = "unix:///tmp/r.sock?db=x" }, "--redis-url"},
 		{"body read timeout 0", func(c *config.Config) { c.BodyReadTimeout = 0 }, "--body-read-timeout-secs"},
+		{"negative in-flight body budget", func(c *config.Config) { c.MaxInflightBodyMB = -1 }, "--max-inflight-body-mb"},
 		{"admin key with space", func(c *config.Config) { c.AdminAPIKey = "a b" }, "--admin-api-key"},
 		{"api key with newline", func(c *config.Config) { c.APIKey = "k\n" }, "--api-key"},
 		{"allow-list CIDR", func(c *config.Config) {

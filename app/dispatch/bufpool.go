@@ -97,10 +97,23 @@ const maxBodyReserve = 64 << 10
 // hint <= 0 starts at 512 bytes. The bytes are the caller's to keep (a client body
 // outlives the request's legs, so it is not pooled).
 func readAllSized(r io.Reader, hint int64) ([]byte, error) {
-	start := int64(512)
+	return readAllReserved(r, hint, nil)
+}
+
+// readStart is the first buffer size (bytes) of readAllSized for a Content-Length hint.
+func readStart(hint int64) int64 {
 	if hint > 0 {
-		start = min(hint+1, maxBodyReserve) // +1: the read that sees EOF needs no growth
+		return min(hint+1, maxBodyReserve) // +1: the read that sees EOF needs no growth
 	}
+	return 512
+}
+
+// readAllReserved is readAllSized under a memory reservation: the caller has already
+// reserved the first buffer (readStart(hint) bytes), and every growth past it first
+// reserves the added bytes through grow (nil: no reservation), whose error ends the read.
+// The reservation so follows the buffer, which follows the bytes received.
+func readAllReserved(r io.Reader, hint int64, grow func(n int64) error) ([]byte, error) {
+	start := readStart(hint)
 	b := make([]byte, 0, start)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
@@ -115,6 +128,11 @@ func readAllSized(r io.Reader, hint int64) ([]byte, error) {
 			next := int64(cap(b)) * 2
 			if hint > 0 && int64(len(b)) <= hint {
 				next = min(next, hint+1)
+			}
+			if grow != nil {
+				if err := grow(next - int64(cap(b))); err != nil {
+					return b, err
+				}
 			}
 			nb := make([]byte, len(b), next)
 			copy(nb, b)

@@ -98,6 +98,8 @@ type Dispatcher struct {
 	log       *slog.Logger
 	newUUID   func() string
 	grpc      GRPCPipeline
+	// bodies bounds the request bodies held at once (--max-inflight-body-mb); nil: unbounded.
+	bodies *bodyBudget
 }
 
 // New builds a Dispatcher.
@@ -112,7 +114,8 @@ func New(d Deps) *Dispatcher {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
-		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC}
+		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
+		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait)}
 }
 
 // Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
@@ -158,7 +161,9 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d.cfg.RequestTimeout)
 		defer cancel()
-		body, err := d.readBody(w, r)
+		body, release, err := d.readBody(w, r)
+		defer release()
+		w = releaseOnCommit(w, release)
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -425,10 +430,14 @@ func (d *Dispatcher) admitDecode(ctx context.Context, dc *worker.Live, n int) (f
 	return rel, err
 }
 
-// readBody reads the client body within --max-payload-size and --body-read-timeout-secs
-// (readbody.go).
-func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return readClientBody(w, r, d.cfg.MaxPayloadSize, d.cfg.BodyReadTimeout)
+// readBody reads the client body within --max-payload-size, --body-read-timeout-secs and
+// the in-flight body budget (--max-inflight-body-mb; readbody.go). The caller defers
+// release, which gives the body's reservation back (also on error), and may release it
+// earlier, as its response head is committed (releaseOnCommit): release is idempotent.
+func (d *Dispatcher) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	h := d.bodies.hold(r.Context())
+	b, err := readClientBody(w, r, d.cfg.MaxPayloadSize, d.cfg.BodyReadTimeout, h)
+	return b, h.release, err
 }
 
 // checkModel refuses a model that no prefill or decode worker serves (404 model_not_found),
@@ -479,7 +488,8 @@ func (d *Dispatcher) routingKey(h http.Header) string {
 func (d *Dispatcher) countTokens(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.RequestTimeout)
 	defer cancel()
-	body, err := d.readBody(w, r)
+	body, release, err := d.readBody(w, r)
+	defer release()
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -19,22 +19,41 @@ import (
 //     body_read_timeout and the connection is closed; the deadline is lifted once the body
 //     is read, so it never bounds a long streamed answer (the read deadline is set through
 //     http.ResponseController, which reaches the connection through wrappers that Unwrap);
-//   - memory follows the bytes received, not the announced size (readAllSized).
+//   - memory follows the bytes received, not the announced size (readAllSized);
+//   - with a budget (--max-inflight-body-mb), every buffer is reserved before it is
+//     allocated: the first before a byte is read, each growth before it is made, so the
+//     reservation follows the buffer and a client that announces much and sends little
+//     holds little; a budget that stays full answers 503 worker_overload_protection_shed
+//     with Retry-After and the connection is closed (the rest is never read). The hold is
+//     the caller's to release when the request ends (also on error: it is idempotent).
 //
 // Errors are *errs.Error for WriteError.
-func readClientBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
+func readClientBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration, hold *bodyHold) ([]byte, error) {
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge(limit)
 	}
+	hint := min(r.ContentLength, limit)
+	var grow func(int64) error
+	if hold != nil && hold.bb != nil {
+		if err := hold.reserve(readStart(hint)); err != nil {
+			w.Header().Set("Connection", "close")
+			return nil, err
+		}
+		grow = hold.reserve
+	}
 	rc := http.NewResponseController(w)
 	deadline := timeout > 0 && rc.SetReadDeadline(time.Now().Add(timeout)) == nil
-	b, err := readAllSized(http.MaxBytesReader(w, r.Body, limit), min(r.ContentLength, limit))
+	b, err := readAllReserved(http.MaxBytesReader(w, r.Body, limit), hint, grow)
 	if err == nil {
 		if deadline {
 			_ = rc.SetReadDeadline(time.Time{})
 		}
 		return b, nil
+	}
+	if e, ok := errs.As(err); ok { // the budget refused a chunked body's growth
+		w.Header().Set("Connection", "close")
+		return nil, e
 	}
 	// On failure the deadline stays: the server's drain of an unread rest fails at once and
 	// the connection is closed instead of waiting on a silent client.

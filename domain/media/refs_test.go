@@ -1,9 +1,11 @@
 package media_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/smg-go/smg/domain/media"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,4 +28,25 @@ func TestChatRefs(t *testing.T) {
 	require.Error(t, err)
 	_, err = media.ChatRefs([]byte(`{"role":"user"}`))
 	require.Error(t, err)
+}
+
+func TestChatRefsNamesTheMalformedMessageAndCopiesAURLOnce(t *testing.T) {
+	_, err := media.ChatRefs([]byte(`[{"role":"user","content":"hi"},{"role":"user","content":[1]}]`))
+	require.ErrorContains(t, err, "messages[1].content")
+	refs, err := media.ChatRefs([]byte(`[{"role":"user","content":[{"type":"image_url","image_url":5},{"type":"image","image":{"url":"u"}}]}]`))
+	require.ErrorContains(t, err, "messages[0].content[0]: the image_url part has no url")
+	require.Nil(t, refs)
+
+	url := "data:image/png;base64," + strings.Repeat("QUJD", 1<<20) // 4 MiB
+	msgs := []byte(`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"` + url + `"}}]}]`)
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			refs, err := media.ChatRefs(msgs)
+			if err != nil || len(refs) != 1 || refs[0].URL != url {
+				b.Fatal(err)
+			}
+		}
+	})
+	assert.Less(t, res.AllocedBytesPerOp(), int64(len(url))*3/2, "the URL's string, not the raw content and part as well")
 }

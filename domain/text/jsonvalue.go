@@ -1,10 +1,13 @@
+//go:build go1.27
+
 package text
 
 import (
 	"bytes"
-	"encoding/json"
+	"encoding/json/jsontext"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -12,65 +15,69 @@ import (
 // jsonToValue decodes one JSON document into template values, keeping object key order (the
 // engine's Go-map conversion sorts keys, and `tools | tojson` must print them as the client
 // sent them, like Python's dicts). Integers stay integers; other numbers become floats.
+//
+// The document is parsed in place (jsontext over a bytes.Buffer; encoding/json's Decoder
+// copies its input into a buffer that doubles as it fills): a 15 MB data URL in a message
+// costs its one string, not four times more. Duplicate keys (the last wins) and invalid
+// UTF-8 are accepted, as encoding/json does. jsonvalue_go126.go is the same for older
+// toolchains.
 func jsonToValue(data []byte) (jinja.Value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	v, err := decodeValue(dec)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return jinja.Undefined(), fmt.Errorf("text: trailing data after JSON value")
 	}
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (jinja.Value, error) {
-	tok, err := dec.Token()
+func decodeValue(dec *jsontext.Decoder) (jinja.Value, error) {
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return jinja.Undefined(), err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			d := jinja.NewDict()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				v, err := decodeValue(dec)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				d.AsDict().Set(kt.(string), v)
+	switch tok.Kind() {
+	case '{':
+		d := jinja.NewDict()
+		for dec.PeekKind() != '}' {
+			kt, err := dec.ReadToken()
+			if err != nil {
+				return jinja.Undefined(), err
 			}
-			_, err := dec.Token()
-			return d, err
-		case '[':
-			var items []jinja.Value
-			for dec.More() {
-				v, err := decodeValue(dec)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				items = append(items, v)
+			key := kt.String() // before the next read voids the token
+			v, err := decodeValue(dec)
+			if err != nil {
+				return jinja.Undefined(), err
 			}
-			_, err := dec.Token()
-			return jinja.NewList(items), err
+			d.AsDict().Set(key, v)
 		}
-	case string:
-		return jinja.NewString(t), nil
-	case bool:
-		return jinja.NewBool(t), nil
-	case nil:
+		_, err := dec.ReadToken()
+		return d, err
+	case '[':
+		var items []jinja.Value
+		for dec.PeekKind() != ']' {
+			v, err := decodeValue(dec)
+			if err != nil {
+				return jinja.Undefined(), err
+			}
+			items = append(items, v)
+		}
+		_, err := dec.ReadToken()
+		return jinja.NewList(items), err
+	case '"':
+		return jinja.NewString(tok.String()), nil
+	case 't', 'f':
+		return jinja.NewBool(tok.Bool()), nil
+	case 'n':
 		return jinja.None(), nil
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
+	case '0':
+		lit := tok.String() // a number's literal
+		if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
 			return jinja.NewInt(i), nil
 		}
-		f, err := t.Float64()
+		f, err := strconv.ParseFloat(lit, 64)
 		if err != nil {
 			return jinja.Undefined(), err
 		}

@@ -149,3 +149,55 @@ func TestManyLargeImagesStayWithinTheMediaBudget(t *testing.T) {
 	require.NoError(t, ok.err)
 	assert.Equal(t, http.StatusOK, ok.status, "the budget was given back: %s", ok.msg)
 }
+
+// Fifty concurrent 1700x1690 images sent inline as data URLs (15 MB JSON bodies): every
+// image's header says its pixel values cannot fit the engine's 4 MiB message, so each
+// request that is read is refused with 413 before a pixel is decoded. What bounds the
+// gateway's memory here is the request bodies and their parsing (about 5 times a body's
+// size): they are read under --max-inflight-body-mb (128 MiB by default, about eight of
+// these bodies), and a request whose body finds that budget full is shed with 503 and
+// Retry-After, the rest of its body unread. Every request is answered, the peak RSS stays
+// under the media budget + 300 MB (0.9 GB measured at 128 MiB, 0.45 to 0.7 GB at 64; 6.8 GB and 70 s without the
+// body budget), and a small request afterwards is served.
+func TestManyLargeDataURLsStayWithinTheBodyBudget(t *testing.T) {
+	dir := qwenVLDir(t)
+	p, d := vlPair(t, dir)
+	g := launch(t, nil, pdArgs(p, d, "--model-path", dir)...)
+
+	base := storedPNG(t, 1700, 1690)
+	const n = 50
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = chat(vlModel, dataURL(variant(base, i)))
+	}
+	t.Logf("body: %.1f MB", float64(len(bodies[0]))/1e6)
+	start := time.Now()
+	answers := parallel(g, bodies)
+	elapsed := time.Since(start)
+	refused, shed := 0, 0
+	for i, a := range answers {
+		require.NoError(t, a.err, i)
+		switch a.status {
+		case http.StatusRequestEntityTooLarge:
+			refused++
+			assert.Equal(t, "payload_too_large", a.code, i)
+			assert.Contains(t, a.msg, "engine's gRPC message limit", "%d: refused from the header", i)
+		case http.StatusServiceUnavailable:
+			shed++
+			assert.Equal(t, "worker_overload_protection_shed", a.code, i)
+			assert.Equal(t, "1", a.retryAfter, i)
+			assert.Contains(t, a.msg, "--max-inflight-body-mb", i)
+		default:
+			t.Errorf("%d: %d %s %s", i, a.status, a.code, a.msg)
+		}
+	}
+	peak := g.peakRSS(t)
+	t.Logf("%d refused from their headers, %d shed in %s; peak RSS %d MB", refused, shed, elapsed.Round(time.Millisecond), peak>>20)
+	assert.Positive(t, refused, "bodies were read within the budget")
+	assert.Less(t, elapsed, 60*time.Second)
+	assert.Less(t, peak, int64(defaultBudget+rssSlack), "under the media budget + 300 MB")
+
+	ok := g.post(chat(vlModel, dataURL(storedPNG(t, 64, 64))))
+	require.NoError(t, ok.err)
+	assert.Equal(t, http.StatusOK, ok.status, "the budget was given back: %s", ok.msg)
+}

@@ -108,11 +108,19 @@ func grpcWedgeRun(t *testing.T, w grpcWedge) (fleet.Liveness, grpcOutcome) {
 	})
 	culprit.ClearFaults()
 
+	bad := 0
 	for i, sh := range run.Shots {
-		require.Equal(t, http.StatusOK, sh.Status, "request %d (started %v after the fault): %v %s", i, sh.Start.Sub(run.HungAt).Round(time.Millisecond), sh.Err, sh.Body)
-		assert.NotContains(t, string(sh.Body), `"error"`, "request %d: a clean stream", i)
-		assert.True(t, strings.HasSuffix(strings.TrimSpace(string(sh.Body)), "data: [DONE]"), "request %d ends with [DONE]", i)
+		ok := sh.Status == http.StatusOK && !strings.Contains(string(sh.Body), `"error"`) &&
+			strings.HasSuffix(strings.TrimSpace(string(sh.Body)), "data: [DONE]")
+		if !ok {
+			bad++
+			if bad <= 5 { // the first few; the rest are counted
+				t.Errorf("request %d (started %v after the fault, %v): status %d, not a whole clean stream: %v %s",
+					i, sh.Start.Sub(run.HungAt).Round(time.Millisecond), sh.Elapsed.Round(time.Millisecond), sh.Status, sh.Err, sh.Body)
+			}
+		}
 	}
+	assert.Zero(t, bad, "every request is a whole 200 stream ending with [DONE], no error event")
 	l := run.Liveness()
 	t.Log(l)
 	assert.Less(t, l.Worst, w.worst, "no request waits %v", w.worst)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/test/fleet"
@@ -92,11 +91,19 @@ func hungDecodeRun(t *testing.T, f *fleet.Fleet, w fleet.Wedge, worst time.Durat
 	})
 	hung.ClearFaults()
 
+	bad := 0
 	for i, s := range run.Shots {
-		require.Equal(t, http.StatusOK, s.Status, "request %d (started %v after the hang): %v %s", i, s.Start.Sub(run.HungAt).Round(time.Millisecond), s.Err, s.Body)
-		assert.NotContains(t, string(s.Body), `"error"`, "request %d: a clean stream", i)
-		assert.True(t, strings.HasSuffix(strings.TrimSpace(string(s.Body)), "data: [DONE]"), "request %d ends with [DONE]", i)
+		ok := s.Status == http.StatusOK && !strings.Contains(string(s.Body), `"error"`) &&
+			strings.HasSuffix(strings.TrimSpace(string(s.Body)), "data: [DONE]")
+		if !ok {
+			bad++
+			if bad <= 5 { // the first few; the rest are counted
+				t.Errorf("request %d (started %v after the hang, %v): status %d, not a whole clean stream: %v %s",
+					i, s.Start.Sub(run.HungAt).Round(time.Millisecond), s.Elapsed.Round(time.Millisecond), s.Status, s.Err, s.Body)
+			}
+		}
 	}
+	assert.Zero(t, bad, "every request is a whole 200 stream ending with [DONE], no error event")
 	l := run.Liveness()
 	t.Log(l)
 	assert.Less(t, l.Worst, worst, "no request waits %v (a stranded request is retried within the stall bound and the canary deadline)", worst)

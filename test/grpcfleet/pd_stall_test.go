@@ -172,6 +172,7 @@ func grpcWedgeRun(t *testing.T, w grpcWedge) (fleet.Liveness, grpcOutcome) {
 	out.healthy = fmt.Sprintf("%d of %d moved", moved, healthy)
 	return l, out
 }
+
 // An open gRPC SGLang prefill breaker past --cb-timeout-duration-secs is closed by canaries
 // only (a Generate with the fake bootstrap host, answered without a decode), never by a
 // client's answer, even one served to the lone prefill in panic mode:

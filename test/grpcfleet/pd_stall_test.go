@@ -146,7 +146,7 @@ func grpcWedgeRun(t *testing.T, w grpcWedge) (fleet.Liveness, grpcOutcome) {
 	fails := func(url string) float64 {
 		return mt.Sum("smg_worker_cb_outcomes_total", "worker", url, "outcome", "failure")
 	}
-	assert.Positive(t, fails(culprit.URL()), "the %s %s was charged", w.fault, w.role)
+	assert.Positive(t, fails(culprit.URL()), "the culprit %s (fault %s) was charged", w.role, w.fault)
 	if w.fault == grpcsim.FaultHang {
 		assert.GreaterOrEqual(t, st.CanaryRequests, int64(1), "a canary confirmed the hung %s", w.role)
 		stranded := st.Requests - st.CanaryRequests

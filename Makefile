@@ -50,6 +50,17 @@ test-k8s: k8s-bins
 bench: fixtures
 	GO=$(GO) BIN=$(BIN) ./test/load/bench.sh
 
+## bench-liveness: one worker of a 2P+2D fleet wedges (or answers malformed streams) under 16
+## streaming clients, on the watchdog's defaults: HTTP vLLM and SGLang, gRPC SGLang, a minute
+## per case (about 5 minutes in all); asserts the liveness criteria and prints the table of
+## docs/benchmarks.md ("Liveness")
+.PHONY: bench-liveness
+bench-liveness: fixtures
+	@mkdir -p $(BIN); echo "liveness benchmark: about 5 minutes; log in $(BIN)/bench-liveness.log"; uptime
+	@SMG_LIVENESS_BENCH=1 $(GO) test -run '^TestLivenessBench' -count=1 -v -p 1 -timeout 15m \
+		./test/resilience/ ./test/grpcfleet/ > $(BIN)/bench-liveness.log 2>&1; status=$$?; \
+		grep -E '^(\||--- |ok|FAIL|panic)' $(BIN)/bench-liveness.log | awk '!(/^\|/ && seen[$$0]++)'; uptime; exit $$status
+
 ## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process
 ## gateway and a simulated SGLang 2P+2D fleet; goroutines and heap must return to baseline
 .PHONY: soak

@@ -70,6 +70,14 @@ type stream struct {
 
 func (s *stream) Recv() (ports.GRPCEvent, error) {
 	ev, err := s.st.Recv()
+	if s.g.stalled.Load() {
+		// The watchdog cut the leg: what the engine sends after the cut is not an answer.
+		// SGLang answers the Abort RPC with a complete (finish_reason "abort") that can
+		// arrive before the cancelled stream ends; taken as the leg's answer, it ended the
+		// decode while its prefill waited out the handoff timeout.
+		s.g.end(false)
+		return ports.GRPCEvent{}, s.stall
+	}
 	if err != nil {
 		s.g.end(errors.Is(err, io.EOF))
 		if !errors.Is(err, io.EOF) && s.g.stalled.Load() {

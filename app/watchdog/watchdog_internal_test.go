@@ -123,3 +123,86 @@ func TestSuspectCanaryVerdicts(t *testing.T) {
 	assert.False(t, l.Suspect(), "the open breaker holds it out now")
 	assert.Equal(t, int32(2), fe.canaries.Load())
 }
+
+// genFake is a gRPC engine whose client legs send nothing and ignore their context until an
+// Abort RPC names them; then they answer as SGLang does, with a complete whose
+// finish_reason is "abort". Canaries hang until their context ends.
+type genFake struct {
+	mu      sync.Mutex
+	aborted map[string]chan struct{}
+}
+
+type genStream struct{ abort chan struct{} }
+
+func (s genStream) Recv() (ports.GRPCEvent, error) {
+	<-s.abort
+	return ports.GRPCEvent{Complete: true, Finish: "abort"}, nil
+}
+func (genStream) Close() {}
+
+func (g *genFake) Generate(ctx context.Context, l ports.GRPCLeg) (ports.GRPCStream, error) {
+	if strings.HasPrefix(l.RequestID, wire.CanaryRequestIDPrefix) {
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ch := make(chan struct{})
+	g.aborted[l.RequestID] = ch
+	return genStream{abort: ch}, nil
+}
+
+func (g *genFake) Abort(_ context.Context, _ worker.Worker, _ string, ids ...string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		if ch, ok := g.aborted[id]; ok {
+			close(ch)
+			delete(g.aborted, id)
+		}
+	}
+	return nil
+}
+
+// A gRPC leg the watchdog cut fails with the unresponsive stall error even when the engine
+// answers the cut's Abort RPC with a complete (finish_reason abort) before its stream ends:
+// that complete is not the leg's answer.
+func TestCutGRPCLegIgnoresTheAbortsAnswer(t *testing.T) {
+	t.Parallel()
+	store := memory.NewWorkers()
+	l := worker.NewLive(worker.Worker{ID: "d1", URL: "grpc://127.0.0.1:1", Role: worker.RoleDecode, Runtime: worker.RuntimeSGLang,
+		Mode: worker.ConnGRPC}, worker.StatusReady)
+	require.NoError(t, store.Add(l))
+	br := &breakersFake{}
+	w := New(Options{Stall: progress.Settings{Floor: 5 * time.Second, Ceiling: 30 * time.Second, Factor: 10},
+		CanaryTimeout: 50 * time.Millisecond}, store, br)
+	clock := time.Unix(1000, 0)
+	var mu sync.Mutex
+	w.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	gen := w.WrapGenerator(&genFake{aborted: map[string]chan struct{}{}})
+
+	st, err := gen.Generate(context.Background(), ports.GRPCLeg{Worker: l, RequestID: "req-1"})
+	require.NoError(t, err)
+	type result struct {
+		ev  ports.GRPCEvent
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { ev, err := st.Recv(); got <- result{ev, err} }()
+	mu.Lock()
+	clock = clock.Add(6 * time.Second)
+	mu.Unlock()
+	w.Check(context.Background())
+	require.True(t, l.Suspect())
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stranded leg was not cut after the failed canary")
+	}
+	w.Wait()
+	assert.False(t, r.ev.Complete, "the abort's complete is not the leg's answer: %+v", r.ev)
+	assert.True(t, errors.Is(r.err, errs.ErrUnresponsive), "cut as unresponsive: %v", r.err)
+	assert.Equal(t, []string{"d1"}, br.got(), "the failed canary ejected it")
+	st.Close()
+}

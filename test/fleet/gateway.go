@@ -15,6 +15,7 @@ import (
 
 	"github.com/smg-go/smg/app"
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/wire"
 )
 
 // Bounds of the harness's own waits (hang guards, not timing assertions).
@@ -261,7 +262,9 @@ func (g *Gateway) Do(req *http.Request) (*Response, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", req.Method, req.URL.Path, err)
+		// A stream cut short shows what it had delivered (its last bytes) and where it went.
+		return nil, fmt.Errorf("read %s %s (status %d, routed to %q, %d bytes read ending %q): %w", req.Method, req.URL.Path,
+			resp.StatusCode, resp.Header.Get(wire.HeaderRoutedWorker), len(b), b[max(0, len(b)-300):], err)
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Elapsed: time.Since(start)}, nil
 }

@@ -2,7 +2,6 @@ package grpcfleet_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,15 +18,6 @@ import (
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
 
-const stallPrefix = "You are a careful assistant. Answer briefly, cite nothing, and keep every answer to one line. "
-
-func stallChat(client, i int) []byte {
-	b, _ := json.Marshal(map[string]any{"model": pdModel, "max_tokens": 8, "stream": true,
-		"messages": []map[string]any{{"role": "system", "content": stallPrefix},
-			{"role": "user", "content": fmt.Sprintf("question %d of client %d", i, client)}}})
-	return b
-}
-
 // One gRPC SGLang decode of two wedges (HealthCheck stays healthy) under 16 streaming
 // clients with a shared prefix and cache_aware policies; the issue's 60 s run is 15 s here,
 // with --stall-floor-secs 1, --stall-timeout-secs 2 and --canary-timeout-secs 2 so the
@@ -38,9 +28,51 @@ func stallChat(client, i int) []byte {
 // healthy worker's breaker moved.
 func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 	t.Parallel()
+	grpcWedgeRun(t, grpcWedge{
+		role: grpcsim.RoleDecode, fault: grpcsim.FaultHang, worst: 15 * time.Second,
+		load: fleet.Wedge{Clients: 16, Warm: 2 * time.Second, Run: 15 * time.Second, After: time.Second,
+			Path: "/v1/chat/completions", Body: fleet.StallChat(pdModel)},
+		gateway: func(c *config.Config) {
+			c.StallFloor, c.StallTimeout, c.CanaryTimeout = time.Second, 2*time.Second, 2*time.Second
+		},
+	})
+}
+
+// grpcWedge is one wedge of a gRPC SGLang 2P+2D fleet with cache_aware policies on both
+// legs and a 50 ms inter-token latency.
+type grpcWedge struct {
+	// role and fault: the worker of role the policy preferred during the warm-up gets fault
+	// (grpcsim.FaultHang or FaultMalformed) load.After into the run.
+	role, fault string
+	load        fleet.Wedge
+	// worst bounds every request.
+	worst time.Duration
+	// gateway and sim, when set, edit the configs.
+	gateway func(*config.Config)
+	sim     func(*grpcsim.Config)
+}
+
+// grpcOutcome is what grpcWedgeRun saw beyond the latencies: the culprit's canary_requests
+// and breaker state, and the healthy workers' breakers.
+type grpcOutcome struct {
+	canaries int64
+	culprit  string
+	healthy  string
+}
+
+// grpcWedgeRun runs w and checks the outcome: every request a whole 200 stream within
+// w.worst, the other worker of the culprit's leg serves the rest, every leg is ended, the
+// culprit is charged (a hung one confirmed by a canary, only the legs in flight when it hung
+// reached it, each aborted with an Abort RPC, its breaker open), and no healthy worker's
+// breaker moved.
+func grpcWedgeRun(t *testing.T, w grpcWedge) (fleet.Liveness, grpcOutcome) {
 	m, dir := qwen3(t)
 	mk := func(role string) grpcsim.Config {
-		return grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, ITL: 50 * time.Millisecond}
+		c := grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: role, Model: pdModel, TokenizerPath: dir, ITL: 50 * time.Millisecond}
+		if w.sim != nil {
+			w.sim(&c)
+		}
+		return c
 	}
 	s := sims(t, mk(grpcsim.RolePrefill), mk(grpcsim.RolePrefill), mk(grpcsim.RoleDecode), mk(grpcsim.RoleDecode))
 	prefills, decodes := s[:2], s[2:]
@@ -52,48 +84,49 @@ func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 		cfg.Decode = append(cfg.Decode, d.URL())
 	}
 	cfg.Policy, cfg.PrefillPolicy, cfg.DecodePolicy = "cache_aware", "cache_aware", "cache_aware"
-	cfg.StallFloor, cfg.StallTimeout, cfg.CanaryTimeout = time.Second, 2*time.Second, 2*time.Second
+	if w.gateway != nil {
+		w.gateway(&cfg)
+	}
 	g := fleet.StartGateway(t, cfg, fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
 	g.WaitWorkers(t, 4)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), w.load.Warm+w.load.Run+60*time.Second)
 	defer cancel()
-	const path = "/v1/chat/completions"
-	warm := g.Load(ctx, 16, 2*time.Second, path, stallChat)
-	for _, sh := range warm {
-		require.Equal(t, http.StatusOK, sh.Status, "warm-up: %v %s", sh.Err, sh.Body)
+	leg := decodes
+	if w.role == grpcsim.RolePrefill {
+		leg = prefills
 	}
-	healthy := fleet.Median(warm)
-	hung, other := decodes[0], decodes[1]
-	if other.Stats().Requests > hung.Stats().Requests {
-		hung, other = other, hung
-	}
-	otherBefore := other.Stats().Requests
-
-	done := make(chan []fleet.Shot, 1)
-	go func() { done <- g.Load(ctx, 16, 15*time.Second, path, stallChat) }()
-	time.Sleep(time.Second)
-	hung.Reset()
-	require.NoError(t, hung.SetFault(grpcsim.FaultHang))
-	hungAt := time.Now()
-	shots := <-done
-	hung.ClearFaults()
-
-	fast, worst := 0, time.Duration(0)
-	for i, sh := range shots {
-		require.Equal(t, http.StatusOK, sh.Status, "request %d (started %v after the hang): %v %s", i, sh.Start.Sub(hungAt).Round(time.Millisecond), sh.Err, sh.Body)
-		assert.NotContains(t, string(sh.Body), `"error"`, "request %d: a clean stream", i)
-		assert.True(t, strings.HasSuffix(strings.TrimSpace(string(sh.Body)), "data: [DONE]"), "request %d ends with [DONE]", i)
-		if sh.Elapsed < 2*healthy {
-			fast++
+	var culprit, other *grpcsim.Server
+	var otherBefore int64
+	run := g.Wedge(t, ctx, w.load, func() func() error {
+		culprit, other = leg[0], leg[1]
+		if other.Stats().Requests > culprit.Stats().Requests {
+			culprit, other = other, culprit
 		}
-		worst = max(worst, sh.Elapsed)
+		otherBefore = other.Stats().Requests
+		return func() error { culprit.Reset(); return culprit.SetFault(w.fault) }
+	})
+	culprit.ClearFaults()
+
+	bad := 0
+	for i, sh := range run.Shots {
+		ok := sh.Status == http.StatusOK && !strings.Contains(string(sh.Body), `"error"`) &&
+			strings.HasSuffix(strings.TrimSpace(string(sh.Body)), "data: [DONE]")
+		if !ok {
+			bad++
+			if bad <= 5 { // the first few; the rest are counted
+				t.Errorf("request %d (started %v after the fault, %v): status %d, not a whole clean stream: %v %s",
+					i, sh.Start.Sub(run.HungAt).Round(time.Millisecond), sh.Elapsed.Round(time.Millisecond), sh.Status, sh.Err, sh.Body)
+			}
+		}
 	}
-	t.Logf("%d requests, healthy median %v, %d under 2× it, worst %v", len(shots), healthy, fast, worst)
-	assert.Less(t, worst, 15*time.Second, "a stranded request is retried within the stall bound and the canary deadline")
+	assert.Zero(t, bad, "every request is a whole 200 stream ending with [DONE], no error event")
+	l := run.Liveness()
+	t.Log(l)
+	assert.Less(t, l.Worst, w.worst, "no request waits %v", w.worst)
 	// The share under 2× the healthy median is a timing figure: logged here, measured by
 	// the liveness benchmark.
-	assert.Greater(t, other.Stats().Requests, otherBefore, "the healthy decode serves the rest")
+	assert.Greater(t, other.Stats().Requests, otherBefore, "the other %s serves the rest", w.role)
 
 	require.Eventually(t, func() bool {
 		for _, x := range s {
@@ -103,13 +136,7 @@ func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 		}
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "every leg ended")
-	st := hung.Stats()
-	assert.GreaterOrEqual(t, st.CanaryRequests, int64(1), "a canary confirmed the hung decode")
-	stranded := st.Requests - st.CanaryRequests
-	assert.Positive(t, stranded, "client legs reached the hung decode before it was suspected")
-	assert.LessOrEqual(t, stranded, int64(16), "only the legs in flight when it hung (one per client)")
-	assert.GreaterOrEqual(t, st.AbortRPCs, stranded, "each stranded leg got its Abort RPC (%+v)", st)
-	assert.Equal(t, st.Requests, st.Aborted, "every leg that reached the hung decode was aborted (%+v)", st)
+	st := culprit.Stats()
 	mt := g.Metrics(t)
 	state := func(url string) float64 {
 		ss := mt.Find("smg_worker_cb_state", "worker", url)
@@ -119,11 +146,31 @@ func TestGRPCHungDecodeFoundByWatchdog(t *testing.T) {
 	fails := func(url string) float64 {
 		return mt.Sum("smg_worker_cb_outcomes_total", "worker", url, "outcome", "failure")
 	}
-	assert.Equal(t, float64(1), state(hung.URL()), "the hung decode's breaker opened")
-	assert.Positive(t, fails(hung.URL()), "the hung decode was charged")
-	for _, x := range append([]*grpcsim.Server{other}, prefills...) {
-		assert.Equal(t, []float64{0, 0}, []float64{state(x.URL()), fails(x.URL())}, "healthy %s: breaker closed, nothing blamed", x.URL())
+	assert.Positive(t, fails(culprit.URL()), "the culprit %s (fault %s) was charged", w.role, w.fault)
+	if w.fault == grpcsim.FaultHang {
+		assert.GreaterOrEqual(t, st.CanaryRequests, int64(1), "a canary confirmed the hung %s", w.role)
+		stranded := st.Requests - st.CanaryRequests
+		assert.Positive(t, stranded, "client legs reached the hung %s before it was suspected", w.role)
+		assert.LessOrEqual(t, stranded, int64(w.load.Clients), "only the legs in flight when it hung (one per client)")
+		assert.LessOrEqual(t, int64(l.Slow), stranded, "only requests it stranded waited over 15 s")
+		assert.GreaterOrEqual(t, st.AbortRPCs, stranded, "each stranded leg got its Abort RPC (%+v)", st)
+		assert.Equal(t, st.Requests, st.Aborted, "every leg that reached the hung %s was aborted (%+v)", w.role, st)
+		assert.Equal(t, float64(1), state(culprit.URL()), "the hung %s's breaker opened", w.role)
 	}
+	out := grpcOutcome{canaries: st.CanaryRequests, culprit: fmt.Sprintf("%s, %v failures", fleet.BreakerState(state(culprit.URL())), fails(culprit.URL()))}
+	moved, healthy := 0, 0
+	for _, x := range s {
+		if x == culprit {
+			continue
+		}
+		healthy++
+		assert.Equal(t, []float64{0, 0}, []float64{state(x.URL()), fails(x.URL())}, "healthy %s: breaker closed, nothing blamed", x.URL())
+		if state(x.URL()) != 0 || fails(x.URL()) != 0 {
+			moved++
+		}
+	}
+	out.healthy = fmt.Sprintf("%d of %d moved", moved, healthy)
+	return l, out
 }
 
 // An open gRPC SGLang prefill breaker past --cb-timeout-duration-secs is closed by canaries

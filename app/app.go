@@ -127,9 +127,9 @@ func serverModule() fx.Option {
 	)
 }
 
-// LogOptions maps --log-level, --log-format, --log-json and --log-flush-interval-ms onto
+// LogOptions maps --log-level, --log-format, --log-cloud-project, --log-json and --log-flush-interval-ms onto
 // the logger's options.
 func LogOptions(c config.Config) telemetry.LogOptions {
-	return telemetry.LogOptions{Level: c.LogLevel, Format: c.LogFormat, JSON: c.LogJSON,
+	return telemetry.LogOptions{Level: c.LogLevel, Format: c.LogFormat, JSON: c.LogJSON, CloudProject: c.LogCloudProject,
 		FlushInterval: time.Duration(c.LogFlushIntervalMS) * time.Millisecond}
 }

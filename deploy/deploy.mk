@@ -75,13 +75,14 @@ deploy-check: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done
 	cd tools/deploycheck && nice -n 10 $(GO) test -count=1 ./...
 	cd tools/dockerfilelint && nice -n 10 $(GO) run . ../../deploy/Dockerfile
 
-## rules-check: promtool check rules + test rules on the alert rules, and the Grafana dashboard lint
+## rules-check: promtool check rules + test rules on the alert rules, the Grafana dashboard lint and its queries' promtool tests (deploy/check/dashboard_test.yaml)
 rules-check: $(PROMTOOL)
 	$(PROMTOOL) check rules deploy/monitoring/alerts.yaml
 	$(PROMTOOL) test rules deploy/monitoring/alerts_test.yaml
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	python3 deploy/check/dashboard_rules.py deploy/monitoring/dashboard.json deploy/check/known_series.txt $$tmp/dashboard-rules.json && \
-	$(PROMTOOL) check rules $$tmp/dashboard-rules.json >/dev/null && echo 'dashboard: every panel query parses'
+	$(PROMTOOL) check rules $$tmp/dashboard-rules.json >/dev/null && echo 'dashboard: every panel query parses' && \
+	cp deploy/check/dashboard_test.yaml $$tmp/ && $(PROMTOOL) test rules $$tmp/dashboard_test.yaml
 	cd tools/dashcheck && nice -n 10 $(GO) test -count=1 ./...
 
 STATICCHECK_VERSION ?= v0.8.2

@@ -21,6 +21,8 @@ type RequestInfo struct {
 	route     string
 	requestID string
 	traceID   string
+	spanID    string
+	sampled   bool
 	model     string
 	endpoint  string
 	stream    bool
@@ -40,6 +42,10 @@ type RequestInfoSnapshot struct {
 	Route     string
 	RequestID string
 	TraceID   string
+	// SpanID is the server span's id (hex, "" without a span); TraceSampled its W3C
+	// sampled flag.
+	SpanID       string
+	TraceSampled bool
 	// Model is the request's model field as sent ("" when absent, e.g. /generate).
 	Model string
 	// Endpoint is the smg_router_* endpoint label (chat, completions, generate, messages,
@@ -84,6 +90,16 @@ func (ri *RequestInfo) SetIDs(requestID, traceID string) {
 	}
 	ri.mu.Lock()
 	ri.requestID, ri.traceID = requestID, traceID
+	ri.mu.Unlock()
+}
+
+// SetSpan records the server span's id (hex, "" without a span) and sampled flag.
+func (ri *RequestInfo) SetSpan(spanID string, sampled bool) {
+	if ri == nil {
+		return
+	}
+	ri.mu.Lock()
+	ri.spanID, ri.sampled = spanID, sampled
 	ri.mu.Unlock()
 }
 
@@ -182,7 +198,8 @@ func (ri *RequestInfo) Snapshot() RequestInfoSnapshot {
 	}
 	ri.mu.Lock()
 	defer ri.mu.Unlock()
-	return RequestInfoSnapshot{Route: ri.route, RequestID: ri.requestID, TraceID: ri.traceID, Model: ri.model,
+	return RequestInfoSnapshot{Route: ri.route, RequestID: ri.requestID, TraceID: ri.traceID,
+		SpanID: ri.spanID, TraceSampled: ri.sampled, Model: ri.model,
 		Endpoint: ri.endpoint, Stream: ri.stream, Attempts: ri.attempts, PrefillID: ri.prefillID,
 		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone}
 }

@@ -27,11 +27,12 @@ type ResponseObserver interface {
 // status, error_code (X-SMG-Error-Code), outcome (ok, client_error, server_error,
 // client_closed_request), duration_ms, ttft_ms (0 when no decode byte arrived), bytes,
 // request_id, trace_id, model, stream, attempts, prefill_worker and decode_worker (worker
-// ids, never addresses). Probes and scrapes (/health, /liveness, /readiness, /metrics) are
-// logged at debug only, so a kubelet's probes do not flood INFO. A request whose client
-// went away before its answer ended (ports.RequestInfo.SetClientGone) is logged as the
-// dispatcher's unwritten error: status 499, error_code and outcome client_closed_request,
-// whatever status line had already been sent (observers get the status that was sent).
+// ids, never addresses), and span_id and trace_sampled when the request has a span. Probes
+// and scrapes (/health, /liveness, /readiness, /metrics) are logged at debug only, so a
+// kubelet's probes do not flood INFO. A request whose client went away before its answer
+// ended (ports.RequestInfo.SetClientGone) is logged as the dispatcher's unwritten error:
+// status 499, error_code and outcome client_closed_request, whatever status line had already
+// been sent (observers get the status that was sent).
 func AccessLog(log *slog.Logger, observers ...ResponseObserver) func(http.Handler) http.Handler {
 	if log == nil {
 		log = slog.Default()
@@ -75,7 +76,7 @@ func logAccess(log *slog.Logger, r *http.Request, s ports.RequestInfoSnapshot, r
 	}
 	// context.Background: the ids are attributes here already (ContextHandler would
 	// add them twice).
-	log.LogAttrs(context.Background(), level, "request",
+	attrs := []slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("route", s.Route),
 		slog.String("path", r.URL.Path),
@@ -92,7 +93,11 @@ func logAccess(log *slog.Logger, r *http.Request, s ports.RequestInfoSnapshot, r
 		slog.Int("attempts", s.Attempts),
 		slog.String("prefill_worker", s.PrefillID),
 		slog.String("decode_worker", s.DecodeID),
-	)
+	}
+	if s.SpanID != "" {
+		attrs = append(attrs, slog.String("span_id", s.SpanID), slog.Bool("trace_sampled", s.TraceSampled))
+	}
+	log.LogAttrs(context.Background(), level, "request", attrs...)
 }
 
 // StatusClientClosed and CodeClientClosed are what the access line says for a client that

@@ -34,13 +34,17 @@ type LogOptions struct {
 	Format string
 	// JSON picks JSON over text when Format is "".
 	JSON bool
+	// CloudProject is the Google Cloud project id the cloud format writes traces under
+	// (projects/<id>/traces/<trace id>); "" reads $GOOGLE_CLOUD_PROJECT, and without either
+	// the bare trace id is written.
+	CloudProject string
 	// FlushInterval is --log-flush-interval-ms: the Module's logger buffers its records
 	// (LogWriter) and writes them out at least this often; 0 writes every record at once.
 	FlushInterval time.Duration
 }
 
 // NewLogger returns the gateway logger writing to w at --log-level in --log-format (json,
-// text, or cloud: see CloudHandler; without --log-format, JSON unless --log-json=false),
+// text, or cloud: see CloudHandler and LogOptions.CloudProject; without --log-format, JSON unless --log-json=false),
 // every record tagged service=smg, and records logged with a request's context tagged with
 // its request_id and trace_id (ContextHandler). When w is a Flusher (a LogWriter), every
 // record at WARN or above is flushed at once (FlushOnWarn).
@@ -58,7 +62,7 @@ func NewLogger(o LogOptions, w io.Writer) *slog.Logger {
 	case "text":
 		h = slog.NewTextHandler(w, opts)
 	case "cloud":
-		h = CloudHandler(w, opts.Level)
+		h = cloudTrace{CloudHandler(w, opts.Level), cloudProject(o.CloudProject)}
 	default:
 		h = slog.NewJSONHandler(w, opts)
 	}
@@ -71,7 +75,8 @@ func NewLogger(o LogOptions, w io.Writer) *slog.Logger {
 // CloudHandler writes JSON lines with the keys Cloud Logging reads from a container's
 // stdout/stderr: "severity" (DEBUG, INFO, WARNING, ERROR) instead of "level" and "message"
 // instead of "msg"; "time" is RFC 3339 as Cloud Logging accepts it. CloudWatch (ECS awslogs)
-// stores the same lines as structured JSON.
+// stores the same lines as structured JSON. NewLogger's cloud format adds Cloud Logging's
+// trace, spanId and trace_sampled fields to it (CloudTraceKey and the others).
 func CloudHandler(w io.Writer, level slog.Leveler) slog.Handler {
 	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: cloudKeys})
 }

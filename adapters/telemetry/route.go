@@ -22,6 +22,9 @@ func RecordRoute(mux http.Handler) http.Handler {
 		var traceID string
 		if sc := span.SpanContext(); sc.HasTraceID() {
 			traceID = sc.TraceID().String()
+			if sc.HasSpanID() {
+				ri.SetSpan(sc.SpanID().String(), sc.IsSampled())
+			}
 		}
 		ri.SetIDs(RequestID(r.Context()), traceID)
 		mux.ServeHTTP(w, r)

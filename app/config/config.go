@@ -165,6 +165,9 @@ type Config struct {
 	LogLevel       string // --log-level, "info"
 	LogJSON        bool   // --log-json, default true
 	LogFormat      string // --log-format: json, text or cloud; "" follows --log-json
+	// LogCloudProject is --log-cloud-project: the Google Cloud project id --log-format cloud
+	// writes traces under; "" reads $GOOGLE_CLOUD_PROJECT (adapters/telemetry).
+	LogCloudProject string
 	// LogFlushIntervalMS is --log-flush-interval-ms, 100: log records are buffered and
 	// written to stderr at least this often (WARN and above at once); 0 writes each at once.
 	LogFlushIntervalMS int

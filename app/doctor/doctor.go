@@ -1,8 +1,9 @@
 // Package doctor explains, before traffic, each reason a PD fleet would serve requests
 // badly: legs that pair with nothing (and which components differ), vLLM workers without a
 // KV connector (decode recomputes every prompt), Mooncake prefills without an engine id,
-// SGLang prefills without a reachable bootstrap port, workers that are not ready. It works on
-// the workers a gateway reports (GET /workers), so it sees what the gateway sees.
+// SGLang prefills without a reachable bootstrap port, workers that are not ready, workers that
+// fail a health probe of their own. It works on the workers a gateway reports (GET /workers),
+// and probes each of them itself, so a worker that died since the gateway's last probe is seen.
 package doctor
 
 import (
@@ -64,6 +65,12 @@ type Options struct {
 	// one-token prefill and holds its KV blocks until the engine's abort timeout). The probe
 	// is an HTTP request: gRPC workers are not probed (a KindNixlNotProbedGRPC note).
 	ProbeNixl func(ctx context.Context, w worker.Worker) (hasParams bool, err error)
+	// ProbeHealth, when set, probes one worker's health directly (the gateway's HTTP health
+	// endpoint or the engine's gRPC HealthCheck) and returns nil iff it is healthy. Every
+	// worker is probed at once, each bounded by HealthTimeout (default Timeout); a failure
+	// is a KindHealthProbeFailed error. nil skips the probe.
+	ProbeHealth   func(ctx context.Context, w worker.Worker) error
+	HealthTimeout time.Duration
 }
 
 // Check inspects ws (the fleet as the gateway registered it) and returns the findings in a
@@ -72,6 +79,9 @@ type Options struct {
 func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = o.Timeout
 	}
 	if o.Dial == nil {
 		d := &net.Dialer{Timeout: o.Timeout}
@@ -100,6 +110,7 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 	for _, w := range ws {
 		out = append(out, perWorker(ctx, w, o)...)
 	}
+	out = append(out, probeHealth(ctx, ws, o)...)
 	order := map[string]int{}
 	for i, w := range ws {
 		order[w.ID] = i + 1

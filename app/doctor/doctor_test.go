@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,5 +145,37 @@ func TestNixlProbeSkipsGRPCWorkers(t *testing.T) {
 			assert.Equal(t, doctor.SeverityNote, f.Severity)
 			assert.Contains(t, f.Message, "not probed over gRPC")
 		}
+	}
+}
+
+// Every worker is probed at once: a fleet whose failing probes each take the whole timeout
+// is checked in about one timeout, and only the failing worker is named.
+func TestHealthProbeNamesTheFailingWorkerWithinOneTimeout(t *testing.T) {
+	t.Parallel()
+	ws := []worker.Worker{
+		{ID: "p", URL: "http://127.0.0.1:1", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+		{ID: "d-ok", URL: "http://127.0.0.1:2", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+		{ID: "d-dead", URL: "http://127.0.0.1:3", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+		{ID: "d-dead2", URL: "http://127.0.0.1:4", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+	}
+	const timeout = 300 * time.Millisecond
+	start := time.Now()
+	fs := doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeLenient, HealthTimeout: timeout,
+		ProbeHealth: func(ctx context.Context, w worker.Worker) error {
+			if strings.HasPrefix(w.ID, "d-dead") {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		}})
+	assert.Less(t, time.Since(start), 2*timeout, "probes run at once, each bounded by the timeout")
+	assert.Empty(t, kinds(fs, "p"))
+	assert.Empty(t, kinds(fs, "d-ok"))
+	for _, id := range []string{"d-dead", "d-dead2"} {
+		assert.Equal(t, []string{doctor.KindHealthProbeFailed}, kinds(fs, id), id)
+	}
+	for _, f := range fs {
+		assert.Equal(t, doctor.SeverityError, f.Severity)
+		assert.Contains(t, f.Message, "deadline exceeded")
 	}
 }

@@ -39,10 +39,9 @@ func TestDemoGRPCFleet(t *testing.T) {
 	for _, engine := range []string{"sglang", "vllm", "tokenspeed"} {
 		t.Run(engine, func(t *testing.T) {
 			port := strconv.Itoa(freePort(t))
+			// No --tokenizer-path: as the README runs it, the demo finds the fixture itself
+			// (from this package's directory, two levels below the repository root).
 			args := []string{"demo", "--transport", "grpc", "--engine", engine, "--port", port}
-			if tok != "" {
-				args = append(args, "--tokenizer-path", tok)
-			}
 			cmd := exec.Command(filepath.Join(binDir, "smg"), args...)
 			stdout, err := cmd.StdoutPipe()
 			require.NoError(t, err)
@@ -86,6 +85,11 @@ func TestDemoGRPCFleet(t *testing.T) {
 			}
 			assert.Equal(t, map[string]int{"prefill": 2, "decode": 2}, roles)
 
+			if tok == "" {
+				assert.Contains(t, banner, "make fixtures", "without fixtures the demo says what to run")
+			} else {
+				assert.NotContains(t, banner, "NOTE: no tokenizer")
+			}
 			if tok != "" {
 				assert.Contains(t, banner, "/v1/chat/completions")
 				body := `{"model": "sim-model", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 16}`

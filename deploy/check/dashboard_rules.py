@@ -5,7 +5,10 @@
 Own rules (exit 1 with one line per problem): unique panel ids; every panel and target uses the
 $datasource template variable (no hard-coded data source uid); every range selector is
 [$__rate_interval]; every query filters on job=~"$job"; every metric named is an smg_* series
-the gateway exports (names listed in deploy/check/known_series.txt).
+the gateway exports (names listed in deploy/check/known_series.txt); every query that rates an
+smg_*_total counter has a zero fallback (`or on() vector(0)`, or `or <denominator> * 0` in a
+ratio), so an event counter with no children yet plots 0, not "No data" (the values are tested
+by deploy/check/dashboard_test.yaml).
 Usage: dashboard_rules.py dashboard.json known_series.txt out-rules.yaml
 """
 import json
@@ -33,6 +36,8 @@ def main(src, known_path, out):
                     problems.append("panel %r: range [%s] must be [$__rate_interval]" % (title, rng))
             if 'job=~"$job"' not in e:
                 problems.append("panel %r: query does not filter job=~\"$job\": %s" % (title, e))
+            if re.search(r"rate\(smg_[a-z0-9_]+_total\b", e) and "or on() vector(0)" not in e and not re.search(r"\bor .* \* 0\)", e):
+                problems.append("panel %r: a counter rate without a zero fallback (or on() vector(0)) shows No data until the counter has children: %s" % (title, e))
             for name in set(re.findall(r"\b(smg_[a-z0-9_]+)", e)):
                 base = re.sub(r"_(bucket|sum|count)$", "", name)
                 if name not in known and base not in known:

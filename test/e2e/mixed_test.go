@@ -60,4 +60,5 @@ func TestSGLangAndVLLMPairsInOneGateway(t *testing.T) {
 	assert.Equal(t, float64(n/2), m.Sum("smg_pd_kv_connector_mode_total", "mode", "nixl"), "only vLLM dispatches count a connector mode")
 	assert.Equal(t, float64(n/2), m.Sum("smg_pd_ttft_seconds_count", "runtime", "sglang"))
 	assert.Equal(t, float64(n/2), m.Sum("smg_pd_ttft_seconds_count", "runtime", "vllm"))
+	assert.False(t, m.Has("smg_pd_kv_transfer_duration_seconds_count"), "HTTP pairs never observe the KV transfer duration: the series is absent, not 0")
 }

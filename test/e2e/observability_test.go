@@ -191,6 +191,8 @@ func TestPDRequestIsMeasuredTracedAndLogged(t *testing.T) {
 	assert.Equal(t, "INFO", line["level"])
 	assert.Equal(t, reqID, line["request_id"])
 	assert.Equal(t, server.SpanContext.TraceID().String(), line["trace_id"])
+	assert.Equal(t, server.SpanContext.SpanID().String(), line["span_id"], "the server span, for Cloud Logging's spanId")
+	assert.Equal(t, server.SpanContext.IsSampled(), line["trace_sampled"])
 	assert.Equal(t, pid, line["prefill_worker"])
 	assert.Equal(t, did, line["decode_worker"])
 	assert.Equal(t, float64(1), line["attempts"])

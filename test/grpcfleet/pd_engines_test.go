@@ -55,6 +55,14 @@ func TestPDEnginesOverGRPCChat(t *testing.T) {
 			chatOnce(t, post, q, 8, len(chatPrompt(t, q)))
 			handoffClean(t, p, d, 2)
 			assert.Zero(t, p.Stats().Errors+d.Stats().Errors)
+			// smg_pd_kv_transfer_duration_seconds is observed by the sequential (vLLM) dispatch
+			// only: docs/observability.md, "When each series is exported".
+			m := g.Metrics(t)
+			if tc.engine == grpcsim.EngineVLLM {
+				assert.Equal(t, 2.0, m.Sum("smg_pd_kv_transfer_duration_seconds_count", "runtime", "vllm"))
+			} else {
+				assert.False(t, m.Has("smg_pd_kv_transfer_duration_seconds_count"), "no vLLM pair ran")
+			}
 		})
 	}
 }

@@ -71,7 +71,7 @@ No GPU, no Redis, no network. Ctrl-C (or SIGTERM) stops the gateway and every si
 	f.IntVar(&o.port, "port", o.port, "gateway `port`")
 	f.StringVar(&o.logLevel, "log-level", o.logLevel, "gateway log level: debug, info, warn or error")
 	f.StringVar(&o.sim, "sim", "", "`path` of the smg-sim binary (default: next to smg, then PATH)")
-	f.StringVar(&o.tokenizer, "tokenizer-path", "", "gRPC: tokenizer `directory` the simulators serve, so chat and completions work (default: the Qwen3 fixture of `make fixtures`, when present)")
+	f.StringVar(&o.tokenizer, "tokenizer-path", "", "gRPC: tokenizer `directory` the simulators serve, so chat and completions work (default: the Qwen3 fixture of `make fixtures`, found in .cache/fixtures/ of the working directory or the smg binary's repository, or any directory above them)")
 	return cmd
 }
 
@@ -84,7 +84,10 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	if o.transport == "grpc" {
 		tok := o.tokenizer
 		if tok == "" {
-			tok = fixtureTokenizer()
+			var searched []string
+			if tok, searched = fixtureTokenizer(); tok == "" {
+				printNoTokenizer(out, searched)
+			}
 		}
 		start = func(ctx context.Context, bin, engine, model string) (fleet, error) {
 			return startGRPCFleet(ctx, bin, engine, model, tok)

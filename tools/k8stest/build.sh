@@ -8,6 +8,10 @@ cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
 K8S=v1.37.2 ETCD=v3.7.3
 OUT=${SMG_K8S_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/smg-k8s/apiserver-$K8S-etcd-$ETCD}
+if [ "${1:-}" = --check ]; then # exit 0 when both binaries are already built
+  [ -x "$OUT/kube-apiserver" ] && [ -x "$OUT/etcd" ] && { echo "$OUT"; exit 0; }
+  exit 1
+fi
 mkdir -p "$OUT"
 if [ ! -x "$OUT/kube-apiserver" ]; then
   (cd apiserver && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true

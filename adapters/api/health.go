@@ -161,6 +161,9 @@ func readiness(d Deps) *readinessOutput {
 	if d.EPDDisaggregation {
 		ready = ready && encode > 0 // seed: "and an encode worker in EPD mode"
 	}
+	if total == 0 && d.ReadyWithoutWorkers {
+		ready = true // an empty gateway waiting for POST /workers (--ready-without-workers)
+	}
 	if !ready {
 		return &readinessOutput{Status: http.StatusServiceUnavailable,
 			Body: Readiness{Status: "not ready", Reason: ReasonInsufficientWorkers}}

@@ -30,7 +30,7 @@ fixtures:
 
 ## test: go.mod tidy (go mod tidy -diff), go vet, make lint (staticcheck), then every package (unit and end-to-end) under
 ## the race detector, then the deploy artefact and alert-rule checks (docs/deploy.md)
-test: fixtures k8s-bins
+test: fixtures k8s-bins helm-bin
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(MAKE) lint

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -85,8 +85,10 @@ func typed[T any](t *testing.T, objs map[string]*unstructured.Unstructured, key 
 	t.Helper()
 	o, ok := objs[key]
 	require.True(t, ok, "the chart renders no %s", key)
+	b, err := json.Marshal(o.Object)
+	require.NoError(t, err, key)
 	var v T
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &v), key)
+	require.NoError(t, json.Unmarshal(b, &v), key)
 	return &v
 }
 

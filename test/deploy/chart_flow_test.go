@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -259,8 +261,16 @@ func TestChartReadmeVLLMFlowReachesEveryReplica(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
 	assert.Contains(t, string(r.Body), "no_available_workers")
 
-	// The README's calls, to one replica (the admin Service picks one), with simulated vLLM
-	// engines in place of prefill-0 and decode-0.
+	// The README's calls go to the admin Service: every replica, Ready or not, on the port
+	// named http, which is the gateway's --port (each process's listener here). It picks
+	// one replica; simulated vLLM engines stand in for prefill-0 and decode-0.
+	admin := typed[corev1.Service](t, filled, "Service/smg-admin")
+	require.True(t, admin.Spec.PublishNotReadyAddresses)
+	require.Len(t, admin.Spec.Ports, 1)
+	require.Equal(t, "http", admin.Spec.Ports[0].TargetPort.String())
+	i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "http" })
+	require.GreaterOrEqual(t, i, 0, "the container has a port named http")
+	require.Contains(t, c.Args, "--port="+strconv.Itoa(int(c.Ports[i].ContainerPort)), "the admin Service's target port is the gateway's --port")
 	sims := map[string]*sim.Server{
 		"prefill": fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill}),
 		"decode":  fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode}),

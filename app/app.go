@@ -82,7 +82,8 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		api.Module(),
 		fx.Provide(func(c config.Config) api.Options {
 			return api.Options{Host: c.Host, AdminAPIKey: c.AdminAPIKey, APIKey: c.APIKey,
-				PDDisaggregation: c.PDDisaggregation, EPDDisaggregation: c.EPDDisaggregation}
+				PDDisaggregation: c.PDDisaggregation, EPDDisaggregation: c.EPDDisaggregation,
+				ReadyWithoutWorkers: c.ReadyWithoutWorkers}
 		}),
 		store.Module(),
 		fx.Provide(func(c config.Config) store.SharedOptions {

@@ -25,11 +25,13 @@ KUBECONFORM_RUN = $(KUBECONFORM) -strict -summary -kubernetes-version $(K8S_VERS
 	-schema-location $(K8S_SCHEMAS) -schema-location 'deploy/check/schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json'
 TOOL_INSTALL = GOTOOLCHAIN=local GOFLAGS=-buildvcs=false nice -n 10 $(GO) install
 
-.PHONY: tools deploy-check deploy-render rules-check
+.PHONY: tools deploy-check deploy-render rules-check helm-bin
 
 ## tools: build helm, kubeconform, promtool and the Kubernetes JSON schemas into $(TOOLS_DIR) (once per version)
 tools: $(HELM) $(KUBECONFORM) $(PROMTOOL) $(K8S_SCHEMAS)/.done
 
+## helm-bin: helm alone (make test needs it before go test: test/deploy renders the chart)
+helm-bin: $(HELM)
 $(HELM):
 	GOBIN=$(@D) $(TOOL_INSTALL) helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 $(KUBECONFORM):

@@ -29,6 +29,8 @@ const waitFor, tick = 5 * time.Second, 5 * time.Millisecond
 type gatewayOptions struct {
 	pd     bool
 	health bool // run the periodic health checker
+	// readyEmpty is --ready-without-workers.
+	readyEmpty bool
 }
 
 type gateway struct {
@@ -51,7 +53,8 @@ func newGateway(t *testing.T, o gatewayOptions) (*httptest.Server, gateway) {
 	reg := registry.New(store, cfg, nil, quiet)
 	mux := http.NewServeMux()
 	h := api.NewHumaAPI(mux)
-	api.Register(h, api.Deps{Registry: reg, Store: store, PDDisaggregation: cfg.PDDisaggregation})
+	api.Register(h, api.Deps{Registry: reg, Store: store, PDDisaggregation: cfg.PDDisaggregation,
+		ReadyWithoutWorkers: o.readyEmpty})
 	srv := httptest.NewServer(mux)
 	var checker *health.Checker
 	if o.health {

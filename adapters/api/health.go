@@ -103,7 +103,7 @@ func registerHealth(h huma.API, d Deps) {
 	huma.Register(h, huma.Operation{
 		OperationID: "readiness", Method: http.MethodGet, Path: "/readiness",
 		Summary:     "Gateway readiness",
-		Description: "Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.",
+		Description: "Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. With --ready-without-workers it is also ready while no worker at all is registered (healthy_workers 0, total_workers 0). From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.",
 		Tags:        []string{tagHealth}, Security: open,
 		Responses: map[string]*huma.Response{"503": {Description: "Not ready", Content: map[string]*huma.MediaType{
 			"application/json": {Schema: readySchema},
@@ -160,6 +160,9 @@ func readiness(d Deps) *readinessOutput {
 	}
 	if d.EPDDisaggregation {
 		ready = ready && encode > 0 // seed: "and an encode worker in EPD mode"
+	}
+	if total == 0 && d.ReadyWithoutWorkers {
+		ready = true // an empty gateway waiting for POST /workers (--ready-without-workers)
 	}
 	if !ready {
 		return &readinessOutput{Status: http.StatusServiceUnavailable,

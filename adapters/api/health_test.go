@@ -63,6 +63,29 @@ func TestReadinessPDNeedsAHealthyPrefillAndDecode(t *testing.T) {
 	assert.Contains(t, r.body, `"is_healthy":false,"status":"not_ready"`)
 }
 
+// --ready-without-workers: an empty gateway (started to be filled through POST /workers)
+// is ready; a registered worker brings the usual rule back, so a PD gateway with only a
+// prefill is not ready, and it is ready again once the decode is healthy.
+func TestReadinessWithoutWorkersOnlyWhileEmpty(t *testing.T) {
+	t.Parallel()
+	srv, _ := newGateway(t, gatewayOptions{pd: true, health: true, readyEmpty: true})
+	r := do(t, http.MethodGet, srv.URL+"/readiness", "")
+	assert.Equal(t, http.StatusOK, r.status, "empty")
+	assert.JSONEq(t, `{"status":"ready","healthy_workers":0,"total_workers":0}`, r.body)
+
+	p := newEngine(t, "sglang", "m")
+	waitHealthy(t, srv.URL, register(t, srv.URL, `{"url":"`+p.srv.URL+`","worker_type":"prefill","bootstrap_port":8998}`))
+	r = do(t, http.MethodGet, srv.URL+"/readiness", "")
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "a prefill and no decode")
+	assert.JSONEq(t, notReady, r.body)
+
+	d := newEngine(t, "sglang", "m")
+	waitHealthy(t, srv.URL, register(t, srv.URL, `{"url":"`+d.srv.URL+`","worker_type":"decode"}`))
+	r = do(t, http.MethodGet, srv.URL+"/readiness", "")
+	assert.Equal(t, http.StatusOK, r.status, "both legs")
+	assert.JSONEq(t, `{"status":"ready","healthy_workers":2,"total_workers":2}`, r.body)
+}
+
 func TestReadinessRegularModeNeedsOneHealthyWorker(t *testing.T) {
 	t.Parallel()
 	srv, _ := newGateway(t, gatewayOptions{})

@@ -23,6 +23,11 @@ type Deps struct {
 	PDDisaggregation bool
 	// EPDDisaggregation makes /readiness need an encode worker too (--epd-disaggregation).
 	EPDDisaggregation bool
+	// ReadyWithoutWorkers (--ready-without-workers) makes /readiness answer 200 while no
+	// worker at all is registered (healthy_workers 0, total_workers 0), so a gateway started
+	// empty, to be filled through POST /workers, passes a Kubernetes readiness probe. Once
+	// any worker is registered the rule above applies again; draining still answers 503.
+	ReadyWithoutWorkers bool
 	// Drain, when set, makes /readiness answer 503 "draining" once the shutdown drain
 	// started; nil never drains.
 	Drain ports.DrainState
@@ -63,6 +68,8 @@ type Options struct {
 	AdminAPIKey, APIKey string
 	// PDDisaggregation and EPDDisaggregation select the readiness rule (see Deps).
 	PDDisaggregation, EPDDisaggregation bool
+	// ReadyWithoutWorkers is --ready-without-workers (see Deps).
+	ReadyWithoutWorkers bool
 }
 
 // Module registers the operations on the fx-provided huma.API (built with NewHumaAPI by the
@@ -72,7 +79,8 @@ func Module() fx.Option {
 	return fx.Module("api", fx.Invoke(func(p params) {
 		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey}
 		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Auth: auth, Drain: p.Drain,
-			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation})
+			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation,
+			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers})
 		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Options.Host) {
 			log := p.Log
 			if log == nil {

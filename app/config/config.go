@@ -209,6 +209,10 @@ type Config struct {
 	// registered at start-up and kept in step with the file (re-read on change and on
 	// SIGHUP); "" = none.
 	WorkersFile string
+	// ReadyWithoutWorkers is --ready-without-workers: /readiness answers 200 while no worker
+	// at all is registered (a gateway started empty, filled later through POST /workers or
+	// the workers file); with any worker registered the usual rule applies.
+	ReadyWithoutWorkers bool
 
 	// Kubernetes service discovery (seed "Kubernetes Service Discovery", smg-spec.md §10).
 	ServiceDiscovery          bool     // --service-discovery: watch pods and register the matching ones

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/smg-go/smg/adapters/discovery/kubernetes/k8stest"
@@ -51,6 +52,33 @@ func objects(t *testing.T, path string) []*unstructured.Unstructured {
 	}
 }
 
+// creator returns a func that creates an object through the dynamic client with opts, in its
+// own namespace or renderNS, and returns what the API server answered.
+func creator(t *testing.T, cfg *rest.Config, opts metav1.CreateOptions) func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	require.NoError(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	return func(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, err
+		}
+		r := dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ns := o.GetNamespace()
+			if ns == "" {
+				ns = renderNS
+			}
+			return r.Namespace(ns).Create(ctx, o, opts)
+		}
+		return r.Create(ctx, o, opts)
+	}
+}
+
 // Every object of the committed manifests is accepted by the API server under a server-side
 // dry run with strict field validation (nothing is stored), and a misspelt field is refused,
 // so the check is live.
@@ -62,29 +90,10 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: renderNS}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	require.NoError(t, err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
 	opts := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict}
-
+	createObj := creator(t, cfg, opts)
 	create := func(o *unstructured.Unstructured) error {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return err
-		}
-		r := dyn.Resource(m.Resource)
-		if m.Scope.Name() == "namespace" {
-			ns := o.GetNamespace()
-			if ns == "" {
-				ns = renderNS
-			}
-			_, err = r.Namespace(ns).Create(ctx, o, opts)
-		} else {
-			_, err = r.Create(ctx, o, opts)
-		}
+		_, err := createObj(ctx, o)
 		return err
 	}
 
@@ -95,7 +104,7 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 		require.NoError(t, create(o), "%s %s", o.GetKind(), o.GetName())
 		kinds[o.GetKind()] = true
 	}
-	for _, k := range []string{"Deployment", "Service", "Role", "RoleBinding", "ServiceAccount"} {
+	for _, k := range []string{"Deployment", "Service", "ConfigMap", "Role", "RoleBinding", "ServiceAccount"} {
 		require.True(t, kinds[k], "deploy/k8s/smg.yaml has no %s", k)
 	}
 	sas, err := cs.CoreV1().ServiceAccounts(renderNS).List(ctx, metav1.ListOptions{})

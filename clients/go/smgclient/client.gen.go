@@ -7622,7 +7622,7 @@ type ClientInterface interface {
 
 	// Readiness Gateway readiness
 	//
-	// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
+	// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. With --ready-without-workers it is also ready while no worker at all is registered (healthy_workers 0, total_workers 0). From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
 	//
 	// Corresponds with GET /readiness (the `Readiness` operationId).
 	Readiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7940,7 +7940,7 @@ func (c *Client) Liveness(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // Readiness Gateway readiness
 //
-// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
+// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. With --ready-without-workers it is also ready while no worker at all is registered (healthy_workers 0, total_workers 0). From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
 //
 // Corresponds with GET /readiness (the `Readiness` operationId).
 func (c *Client) Readiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9579,7 +9579,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadinessWithResponse Gateway readiness
 	//
-	// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
+	// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. With --ready-without-workers it is also ready while no worker at all is registered (healthy_workers 0, total_workers 0). From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12495,7 +12495,7 @@ func (c *ClientWithResponses) LivenessWithResponse(ctx context.Context, reqEdito
 
 // ReadinessWithResponse Gateway readiness
 //
-// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
+// Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. With --ready-without-workers it is also ready while no worker at all is registered (healthy_workers 0, total_workers 0). From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * Gateway readiness
-         * @description Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
+         * @description Ready when at least one worker is healthy (status ready); with --pd-disaggregation, when at least one prefill and one decode worker are healthy. With --ready-without-workers it is also ready while no worker at all is registered (healthy_workers 0, total_workers 0). From SIGTERM on it answers 503 with reason draining while requests are still served for --shutdown-drain-delay-secs.
          */
         get: operations["readiness"];
         put?: never;

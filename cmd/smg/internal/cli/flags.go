@@ -93,6 +93,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("worker-urls")
 	fs.StringVar(&cfg.WorkersFile, "workers-file", cfg.WorkersFile, "YAML or JSON `file` listing workers as POST /workers bodies (kv_connector, labels and all); registered at start-up, re-read on change and on SIGHUP")
 	add("workers-file")
+	fs.BoolVar(&cfg.ReadyWithoutWorkers, "ready-without-workers", cfg.ReadyWithoutWorkers, "/readiness answers 200 while no worker at all is registered (a gateway started empty, to be filled through POST /workers), so Kubernetes readiness and `helm install --wait` pass; with any worker registered the usual rule applies")
+	add("ready-without-workers")
 	fs.BoolVar(&cfg.ServiceDiscovery, "service-discovery", cfg.ServiceDiscovery, "register Kubernetes pods matching the role selectors (Running, Ready, with a pod IP) as workers, and drain them when they go")
 	add("service-discovery")
 	fs.StringArrayVar(&cfg.PrefillSelector, "prefill-selector", cfg.PrefillSelector, "label `key=value` pairs of prefill pods (several may follow the flag)")

@@ -102,3 +102,8 @@ answers (README "Shutdown"), so the kubelet's SIGKILL comes after the gateway's 
 {{- define "smg.discoveryNamespace" -}}
 {{- .Values.discovery.namespace | default .Release.Namespace }}
 {{- end }}
+
+{{/* Name of the ConfigMap mounted as --workers-file: workersFile.existingConfigMap, else the chart's. */}}
+{{- define "smg.workersConfigMapName" -}}
+{{- .Values.workersFile.existingConfigMap | default (printf "%s-workers" (include "smg.fullname" .)) }}
+{{- end }}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -166,7 +168,7 @@ func batchPayload(t testing.TB, seq uint64) []byte {
 func seq2(from, n int) []any { return seq(from, n) }
 
 func fastOpts() kvevents.Options {
-	return kvevents.Options{BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
+	return kvevents.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
 		ReplayTimeout: 5 * time.Second, DialTimeout: time.Second}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,10 +264,41 @@ func TestZMQPublisherRestartResubscribesAndResets(t *testing.T) {
 	assert.GreaterOrEqual(t, h.Reconnects, uint64(1))
 }
 
+// lineCounter counts log records containing a substring.
+type lineCounter struct {
+	mu  sync.Mutex
+	sub string
+	n   int
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if strings.Contains(string(p), c.sub) {
+		c.n++
+	}
+	return len(p), nil
+}
+
+func (c *lineCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 func TestZMQGarbageIsCountedNotFatal(t *testing.T) {
 	e, pubEP, _ := startEngine(t, "127.0.0.1:0", false)
 	sink := &recSink{}
-	z := runZMQ(t, kvevents.ZMQConfig{Endpoint: pubEP, Topic: topic, Sink: sink})
+	lines := &lineCounter{sub: "undecodable"}
+	opts := fastOpts()
+	opts.Logger = slog.New(slog.NewTextHandler(lines, nil))
+	opts.LogEvery = time.Hour
+	z, err := kvevents.NewZMQ(kvevents.ZMQConfig{Endpoint: pubEP, Topic: topic, Sink: sink, Options: opts})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = z.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 	e.waitSubscribed()
 	e.publishRaw(0, []byte("\xdd\xff\xff\xff\xffnot a batch"), true)
 	require.NoError(t, e.pub.SendMulti(zmq4.NewMsgFrom([]byte(topic), []byte("short"))))
@@ -277,6 +309,7 @@ func TestZMQGarbageIsCountedNotFatal(t *testing.T) {
 	assert.Equal(t, uint64(3), h.DecodeErrors)
 	assert.Zero(t, h.Resets, "an undecodable batch consumes its sequence number: no gap follows")
 	assert.NotEmpty(t, h.LastError)
+	assert.Equal(t, 1, lines.count(), "one log line per interval, however many bad messages")
 }
 
 func TestZMQStalledStreamShowsInHealth(t *testing.T) {

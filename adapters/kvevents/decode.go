@@ -206,6 +206,9 @@ func (d *decoder) events() ([]kvevent.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events: %v", err)
 	}
+	if n < 0 {
+		return nil, errors.New("events is nil")
+	}
 	out := make([]kvevent.Event, 0, n)
 	for i := 0; i < n; i++ {
 		ev, ok, err := d.event()

@@ -181,6 +181,7 @@ func TestDecodeGarbage(t *testing.T) {
 		"huge declared array":    {0xdd, 0xff, 0xff, 0xff, 0xff},
 		"batch of one":           pack(t, []any{0}),
 		"events not a list":      pack(t, []any{0, 5}),
+		"events nil":             pack(t, []any{0, nil}),
 		"event without type":     pack(t, []any{0, []any{map[string]any{"block_hashes": []any{1}}}}),
 		"tokens do not fit":      pack(t, []any{0, []any{[]any{"BlockStored", []any{1}, nil, seq(0, 17), 16}}}),
 		"negative token":         pack(t, []any{0, []any{[]any{"BlockStored", []any{1}, nil, []any{-1}, 1}}}),

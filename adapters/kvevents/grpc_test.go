@@ -19,6 +19,7 @@ import (
 	commonpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/common"
 	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
 	"github.com/smg-go/smg/adapters/kvevents"
+	"github.com/smg-go/smg/domain/worker"
 )
 
 // kvServer is a VllmEngine whose SubscribeKvEvents follows a script, one step per call.
@@ -217,4 +218,18 @@ func TestGRPCBatchConversion(t *testing.T) {
 	assert.Equal(t, 4, b.Events[2].BlockSize, "block size 0 falls back to the token count")
 	assert.Equal(t, []uint64{0xFFFFFFFFFFFFFFFF, 2}, b.Events[3].Removed)
 	assert.Equal(t, "AllBlocksCleared", b.Events[4].Kind.String())
+}
+
+func TestClientForPicksTheEngineService(t *testing.T) {
+	t.Parallel()
+	cc, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	for _, rt := range []worker.Runtime{worker.RuntimeSGLang, worker.RuntimeVLLM, worker.RuntimeTokenSpeed} {
+		c, err := kvevents.ClientFor(worker.Worker{Runtime: rt}, cc)
+		require.NoError(t, err, rt)
+		assert.NotNil(t, c)
+	}
+	_, err = kvevents.ClientFor(worker.Worker{Runtime: worker.RuntimeTRTLLM}, cc)
+	assert.Error(t, err)
 }

@@ -3,6 +3,7 @@ package prefixindex_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -130,4 +131,33 @@ func BenchmarkApplyStoreRemove(b *testing.B) {
 		x.Apply("worker-0", "m", ev)
 		x.Apply("worker-0", "m", rm)
 	}
+}
+
+// BenchmarkMemoryPerEntry reports the live heap per (worker, block) entry of an index
+// holding 8 workers × 20k distinct blocks of 16 tokens.
+func BenchmarkMemoryPerEntry(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	chains := make([][]uint32, 20_000/64)
+	for i := range chains {
+		chains[i] = randTokens(r, 64*benchBlockSize)
+	}
+	var perEntry float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		x := prefixindex.New(prefixindex.Options{})
+		for w := 0; w < benchWorkers; w++ {
+			for i, c := range chains {
+				ev := benchChain(c, uint64(w)<<40|uint64(i)<<20)
+				ev.Blocks[0].Tokens = append([]uint32{uint32(w)}, c[1:benchBlockSize]...) // distinct per worker
+				x.Apply(fmt.Sprint("worker-", w), "m", ev)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perEntry = float64(after.HeapAlloc-before.HeapAlloc) / float64(x.Stats().Entries)
+		runtime.KeepAlive(x)
+	}
+	b.ReportMetric(perEntry, "B/entry")
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Server is one running simulated engine instance. Its methods are safe for concurrent use.
@@ -48,6 +51,8 @@ type Server struct {
 	closeErr  error
 	// seen holds the digests of prompts computed (Config.PrefixCache).
 	seen sync.Map
+	// kvev are the KV event publishers, one per DP rank; nil without KV events.
+	kvev *kvevents.Set
 }
 
 func randomID() string { return uuid.NewString() }
@@ -109,6 +114,16 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.hsPort, s.notifyPort = hsLn.Addr().(*net.TCPAddr).Port, notifyLn.Addr().(*net.TCPAddr).Port
+	}
+	if s.kvev, err = kvevents.NewSet(kvevents.Options{
+		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.Engine, cfg.KVEventsArray), BindHost: cfg.Host,
+	}, cfg.kvEventRanks()); err != nil {
+		for _, ln := range []net.Listener{mainLn, bootLn, hsLn, notifyLn} {
+			if ln != nil {
+				_ = ln.Close()
+			}
+		}
+		return nil, fmt.Errorf("sim: kv events: %w", err)
 	}
 	s.mainSrv = s.newHTTPServer(s.mainMux())
 	s.serve(s.mainSrv, mainLn)
@@ -192,6 +207,7 @@ func (s *Server) Close() error {
 		s.nixl.close()
 		s.mori.close()
 		s.wg.Wait()
+		_ = s.kvev.Close()
 		s.transport.CloseIdleConnections()
 	})
 	return s.closeErr

@@ -346,3 +346,13 @@ func (r *ring) oldest() (seq uint64, ok bool) {
 	}
 	return r.e[r.start].b.Seq, true
 }
+
+// SubscribedTopics lists the topic prefixes the PUB socket's connected subscribers asked
+// for, sorted. A PUB drops what no subscriber has asked for yet, so a test (or a harness)
+// waits for its subscriber's topic here before publishing what it must receive.
+func (p *Publisher) SubscribedTopics() []string {
+	if t, ok := p.pub.(zmq4.Topics); ok {
+		return t.Topics()
+	}
+	return nil
+}

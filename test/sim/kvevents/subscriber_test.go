@@ -86,7 +86,7 @@ func (s *sub) next(t *testing.T) frame {
 func waitSubscribed(t *testing.T, p *kvevents.Publisher, topic string) {
 	t.Helper()
 	deadline := time.Now().Add(waitBound)
-	for !slices.Contains(p.PubTopics(), topic) {
+	for !slices.Contains(p.SubscribedTopics(), topic) {
 		if time.Now().After(deadline) {
 			t.Fatal("no subscriber reached the PUB socket")
 		}

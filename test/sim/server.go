@@ -83,6 +83,20 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.client = &http.Client{Transport: s.transport}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// The KV event publishers come first: a cache built later publishes through them.
+	if s.kvev, err = kvevents.NewSet(kvevents.Options{
+		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.Engine, cfg.KVEventsArray), BindHost: cfg.Host,
+	}, cfg.kvEventRanks()); err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("sim: kv events: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.cancel()
+			_ = s.kvev.Close()
+		}
+	}()
 
 	mainLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -115,16 +129,6 @@ func Start(cfg Config) (*Server, error) {
 		}
 		s.hsPort, s.notifyPort = hsLn.Addr().(*net.TCPAddr).Port, notifyLn.Addr().(*net.TCPAddr).Port
 	}
-	if s.kvev, err = kvevents.NewSet(kvevents.Options{
-		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.Engine, cfg.KVEventsArray), BindHost: cfg.Host,
-	}, cfg.kvEventRanks()); err != nil {
-		for _, ln := range []net.Listener{mainLn, bootLn, hsLn, notifyLn} {
-			if ln != nil {
-				_ = ln.Close()
-			}
-		}
-		return nil, fmt.Errorf("sim: kv events: %w", err)
-	}
 	s.mainSrv = s.newHTTPServer(s.mainMux())
 	s.serve(s.mainSrv, mainLn)
 	if bootLn != nil {
@@ -136,6 +140,7 @@ func Start(cfg Config) (*Server, error) {
 		s.serve(s.hsSrv, hsLn)
 		s.serve(s.notifySrv, notifyLn)
 	}
+	started = true
 	return s, nil
 }
 

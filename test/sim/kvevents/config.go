@@ -40,10 +40,11 @@ type Config struct {
 	// BufferSteps is "buffer_steps": how many past batches the replay buffer keeps
 	// (default 10000).
 	BufferSteps int `json:"buffer_steps"`
-	// HWM is "hwm": the PUB send high-water mark in messages (default 100000).
+	// HWM is "hwm": the PUB send high-water mark in messages (default 100000; 0 = no
+	// limit, as in ZMQ).
 	HWM int `json:"hwm"`
 	// MaxQueueSize is "max_queue_size": how many batches wait for the publisher before
-	// new ones are dropped (default 100000).
+	// new ones are dropped (default 100000; 0 = no bound, as Python's Queue(maxsize=0)).
 	MaxQueueSize int `json:"max_queue_size"`
 	// Topic is "topic", the first frame of every PUB message (default "").
 	Topic string `json:"topic"`

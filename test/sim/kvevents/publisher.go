@@ -77,7 +77,9 @@ type queued struct {
 type Publisher struct {
 	opts   Options
 	topic  []byte
-	queue  chan queued
+	qmu    sync.Mutex
+	q      []queued      // batches waiting for run, at most max_queue_size (0: no bound)
+	wake   chan struct{} // signalled (capacity 1) when q gains a batch
 	pub    zmq4.Socket
 	router zmq4.Socket
 	ep     string // effective PUB endpoint (the bound address when bound)
@@ -128,9 +130,9 @@ func NewPublisher(o Options) (*Publisher, error) {
 	p := &Publisher{
 		opts:        o,
 		topic:       []byte(o.Config.Topic),
-		queue:       make(chan queued, max(o.Config.MaxQueueSize, 0)),
+		wake:        make(chan struct{}, 1),
 		nextEventID: 1,
-		buf:         ring{e: make([]entry, o.Config.BufferSteps)},
+		buf:         ring{max: o.Config.BufferSteps},
 		subs:        map[*Subscription]struct{}{},
 		done:        make(chan struct{}),
 		ran:         make(chan struct{}),
@@ -205,8 +207,8 @@ func (p *Publisher) Counts() Counts {
 }
 
 // Publish queues events as one batch (kvcache.Sink). It never blocks: with
-// max_queue_size batches already waiting, or after Close, the batch is dropped and
-// counted. An empty slice publishes nothing.
+// max_queue_size batches already waiting (0 = no bound, as Python's Queue(maxsize=0)), or
+// after Close, the batch is dropped and counted. An empty slice publishes nothing.
 func (p *Publisher) Publish(events []kvcache.Event) {
 	if len(events) == 0 {
 		return
@@ -218,10 +220,17 @@ func (p *Publisher) Publish(events []kvcache.Event) {
 		return
 	default:
 	}
-	select {
-	case p.queue <- q:
-	default:
+	p.qmu.Lock()
+	if limit := p.opts.Config.MaxQueueSize; limit > 0 && len(p.q) >= limit {
+		p.qmu.Unlock()
 		p.dropped.Add(1)
+		return
+	}
+	p.q = append(p.q, q)
+	p.qmu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -229,17 +238,27 @@ func (p *Publisher) Publish(events []kvcache.Event) {
 func (p *Publisher) run() {
 	for {
 		select {
-		case q := <-p.queue:
-			p.emit(q)
+		case <-p.wake:
+			p.drain()
 		case <-p.done:
-			for {
-				select {
-				case q := <-p.queue:
-					p.emit(q)
-				default:
-					return
-				}
-			}
+			p.drain()
+			return
+		}
+	}
+}
+
+// drain emits every waiting batch.
+func (p *Publisher) drain() {
+	for {
+		p.qmu.Lock()
+		batch := p.q
+		p.q = nil
+		p.qmu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		for _, q := range batch {
+			p.emit(q)
 		}
 	}
 }
@@ -309,18 +328,19 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
-// ring keeps the last len(e) entries.
+// ring keeps the last max entries; its storage grows up to max as entries arrive.
 type ring struct {
 	e        []entry
+	max      int
 	start, n int
 }
 
 func (r *ring) push(x entry) {
-	if len(r.e) == 0 {
+	if r.max <= 0 {
 		return
 	}
-	if r.n < len(r.e) {
-		r.e[(r.start+r.n)%len(r.e)] = x
+	if len(r.e) < r.max {
+		r.e = append(r.e, x)
 		r.n++
 		return
 	}

@@ -149,8 +149,7 @@ func (w *writer) event(ev kvcache.Event) {
 }
 
 func (w *writer) stored(s *kvcache.BlockStored) {
-	n := map[Encoding]int{EncodingVLLM: 11, EncodingVLLMArray: 7, EncodingSGLang: 7, EncodingSGLangArray: 6}[w.e]
-	w.head("BlockStored", n)
+	w.head("BlockStored", fieldCount(w.e, 11, 7, 7, 6))
 	w.key("block_hashes")
 	w.hashes(s.BlockHashes)
 	w.key("parent_block_hash")
@@ -194,8 +193,7 @@ func (w *writer) stored(s *kvcache.BlockStored) {
 }
 
 func (w *writer) removed(r *kvcache.BlockRemoved) {
-	n := map[Encoding]int{EncodingVLLM: 4, EncodingVLLMArray: 3, EncodingSGLang: 3, EncodingSGLangArray: 2}[w.e]
-	w.head("BlockRemoved", n)
+	w.head("BlockRemoved", fieldCount(w.e, 4, 3, 3, 2))
 	w.key("block_hashes")
 	w.hashes(r.BlockHashes)
 	if w.e == EncodingSGLangArray {
@@ -207,4 +205,18 @@ func (w *writer) removed(r *kvcache.BlockRemoved) {
 		w.key("group_idx")
 		w.int(0)
 	}
+}
+
+// fieldCount picks an event's map entry or array element count (tag included) by
+// encoding.
+func fieldCount(e Encoding, vllm, vllmArray, sglang, sglangArray int) int {
+	switch e {
+	case EncodingVLLMArray:
+		return vllmArray
+	case EncodingSGLang:
+		return sglang
+	case EncodingSGLangArray:
+		return sglangArray
+	}
+	return vllm
 }

@@ -3,6 +3,7 @@ package kvevents
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -31,8 +32,10 @@ const (
 	// EncodingSGLang is current SGLang (since sgl-project/sglang#37482,
 	// python/sglang/srt/mem_cache/events.py): tagged maps with block_hashes and
 	// parent_block_hash as signed int64 (the same 64 bits reinterpreted), token_ids,
-	// block_size (the page size), lora_id nil, medium "GPU"; BlockRemoved block_hashes and
-	// medium. The batch's third element is attn_dp_rank.
+	// block_size (the page size), lora_id nil (SGLang names a LoRA instead: lora_name, here
+	// "lora-<id>", present only for a LoRA, whose hashes live in their own namespace),
+	// medium "GPU"; BlockRemoved block_hashes and medium. The batch's third element is
+	// attn_dp_rank.
 	EncodingSGLang Encoding = "sglang"
 	// EncodingSGLangArray is SGLang before #37482 (@612d5790 disaggregation/kv_events.py):
 	// ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id],
@@ -149,7 +152,12 @@ func (w *writer) event(ev kvcache.Event) {
 }
 
 func (w *writer) stored(s *kvcache.BlockStored) {
-	w.head("BlockStored", fieldCount(w.e, 11, 7, 7, 6))
+	sglangLoRA := w.e == EncodingSGLang && s.LoraID != 0
+	n := fieldCount(w.e, 11, 7, 7, 6)
+	if sglangLoRA {
+		n++
+	}
+	w.head("BlockStored", n)
 	w.key("block_hashes")
 	w.hashes(s.BlockHashes)
 	w.key("parent_block_hash")
@@ -166,7 +174,7 @@ func (w *writer) stored(s *kvcache.BlockStored) {
 	w.key("block_size")
 	w.int(int64(s.BlockSize))
 	w.key("lora_id")
-	if s.LoraID != 0 {
+	if s.LoraID != 0 && w.e != EncodingSGLang {
 		w.int(s.LoraID)
 	} else {
 		w.null()
@@ -176,6 +184,10 @@ func (w *writer) stored(s *kvcache.BlockStored) {
 	}
 	w.key("medium")
 	w.str("GPU")
+	if sglangLoRA {
+		w.key("lora_name")
+		w.str("lora-" + strconv.FormatInt(s.LoraID, 10))
+	}
 	if w.e != EncodingVLLM {
 		return
 	}

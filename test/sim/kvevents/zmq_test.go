@@ -212,7 +212,7 @@ func TestEncodings(t *testing.T) {
 	}{
 		{enc: kvevents.EncodingVLLM, storedLen: 11, removedLen: 4},
 		{enc: kvevents.EncodingVLLMArray, names: vllmArray, storedLen: 7, removedLen: 3},
-		{enc: kvevents.EncodingSGLang, signed: true, storedLen: 7, removedLen: 3},
+		{enc: kvevents.EncodingSGLang, signed: true, storedLen: 8, removedLen: 3},
 		{enc: kvevents.EncodingSGLangArray, names: vllmArray[:5], signed: true, storedLen: 6, removedLen: 2},
 	}
 	for _, tc := range cases {
@@ -242,8 +242,17 @@ func TestEncodings(t *testing.T) {
 			} else if asUint(t, parent) != bigHash {
 				t.Fatalf("vLLM parent %#v: want %d", parent, uint64(bigHash))
 			}
-			if !slices.Equal(uints(t, m["token_ids"]), []uint64{9, 10, 11, 12}) || asInt(t, m["block_size"]) != 4 || asInt(t, m["lora_id"]) != 7 {
+			if !slices.Equal(uints(t, m["token_ids"]), []uint64{9, 10, 11, 12}) || asInt(t, m["block_size"]) != 4 {
 				t.Fatalf("stored fields %#v", m)
+			}
+			// SGLang names a LoRA (lora_name) and leaves lora_id None; vLLM and legacy SGLang
+			// carry lora_id.
+			if tc.enc == kvevents.EncodingSGLang {
+				if m["lora_id"] != nil || m["lora_name"] != "lora-7" {
+					t.Fatalf("SGLang LoRA fields %#v", m)
+				}
+			} else if asInt(t, m["lora_id"]) != 7 {
+				t.Fatalf("lora_id %#v", m["lora_id"])
 			}
 			typ, _ = tagged(t, b.events[1], tc.names...)
 			if typ != "BlockRemoved" || eventLen(b.events[1]) != tc.removedLen {

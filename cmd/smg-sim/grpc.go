@@ -71,6 +71,7 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 		MaxRunningRequests: c.MaxRunningRequests, MaxNumSeqs: g.maxNumSeqs, MaxModelLen: c.MaxModelLen,
 		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, HandoffTimeout: c.HandoffTimeout,
 		Faults: c.Faults, HangMax: c.HangMax, LanguageModelOnly: g.languageModelOnly,
+		KVEventsConfig: c.KVEventsConfig, KVEventsArray: c.KVEventsArray,
 	}
 }
 
@@ -87,8 +88,8 @@ func runGRPC(parent context.Context, cfg grpcsim.Config, w io.Writer) error {
 		return err
 	}
 	c := srv.Config()
-	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s\n",
-		c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID)
+	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s%s\n",
+		c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID, kvEventsSuffix(srv.KVEvents()))
 	<-ctx.Done()
 	return srv.Close()
 }

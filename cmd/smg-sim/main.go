@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smg-go/smg/test/sim"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 func main() {
@@ -69,7 +71,11 @@ handoff-missing-field, handoff-wrong-transfer-id, handoff-wrong-ports.
 When ready it prints one line:
   smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID
 (bootstrap=0 when the role has no bootstrap server), followed by
-" moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO. SIGINT/SIGTERM stop it cleanly.`,
+" moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO, and with --kv-events-config by
+" kv_events=ENDPOINT[,…]" (one ZMQ PUB endpoint per DP rank) and, with a replay_endpoint,
+" kv_events_replay=ENDPOINT[,…]". Runtime faults: POST /sim/fault?kind=hang and, with KV
+events, kind=kv-events-gap|kv-events-stall|kv-events-garbage; DELETE /sim/fault clears
+them. SIGINT/SIGTERM stop it cleanly.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -122,7 +128,31 @@ When ready it prints one line:
 	f.StringArrayVar(&cfg.Faults, "fault", nil,
 		"per-instance fault <kind>[:<arg>] applied to every inference request; repeatable (ms for slow-first-byte/delay-body, tokens for die-after, HTTP code for status)")
 	f.Var(seconds{&cfg.HangMax}, "hang-max", "upper bound of the hang fault (duration, or seconds)")
+	f.StringVar(&cfg.KVEventsConfig, "kv-events-config", "",
+		`the engines' KV event publisher config, JSON with vLLM's keys and defaults, e.g. {"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","topic":"kv-events"} (SGLang: "publisher":"zmq" enables; empty = no KV events)`)
+	f.BoolVar(&cfg.KVEventsArray, "kv-events-array", false, "publish KV events in the legacy tagged-array msgpack shape instead of tagged maps")
 	return cmd
+}
+
+// kvEventsSuffix is the ready line's tail when KV events are published:
+// " kv_events=EP[,EP…]" (one PUB endpoint per DP rank, rank order) and
+// " kv_events_replay=EP[,EP…]" when replay is on; "" otherwise.
+func kvEventsSuffix(set *kvevents.Set) string {
+	var pub, rep []string
+	for r := range set.Len() {
+		pub = append(pub, set.Rank(r).Endpoint())
+		if ep := set.Rank(r).ReplayEndpoint(); ep != "" {
+			rep = append(rep, ep)
+		}
+	}
+	out := ""
+	if len(pub) > 0 {
+		out += " kv_events=" + strings.Join(pub, ",")
+	}
+	if len(rep) > 0 {
+		out += " kv_events_replay=" + strings.Join(rep, ",")
+	}
+	return out
 }
 
 // run starts the simulator, writes the ready line to w and serves until parent ends or a
@@ -142,6 +172,7 @@ func run(parent context.Context, cfg sim.Config, w io.Writer) error {
 	if hs, nt := srv.MoRIIOPorts(); hs != 0 {
 		line += fmt.Sprintf(" moriio_handshake=%d moriio_notify=%d", hs, nt)
 	}
+	line += kvEventsSuffix(srv.KVEvents())
 	fmt.Fprintln(w, line)
 	<-ctx.Done()
 	return srv.Close()

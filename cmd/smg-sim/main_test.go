@@ -179,3 +179,39 @@ func TestRunMoRIIOPrintsItsSideChannel(t *testing.T) {
 		t.Fatal("run did not stop")
 	}
 }
+
+var kvEventsReadyLine = regexp.MustCompile(`engine_id=k-1 kv_events=(tcp://127\.0\.0\.1:\d+),(tcp://127\.0\.0\.1:\d+) kv_events_replay=(tcp://127\.0\.0\.1:\d+),(tcp://127\.0\.0\.1:\d+)\n$`)
+
+// --kv-events-config (the engines' flag) starts one publisher per DP rank; the ready line
+// names their PUB and replay endpoints. A config vLLM would refuse is an error.
+func TestRunKVEventsPrintsTheEndpoints(t *testing.T) {
+	cmd := newCommand()
+	var out lockedBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--transport", "grpc", "--engine", "vllm", "--role", "decode", "--engine-id", "k-1",
+		"--dp-size", "2", "--kv-events-array",
+		"--kv-events-config", `{"enable_kv_cache_events":true,"endpoint":"tcp://*:0","replay_endpoint":"tcp://*:0","topic":"kv-events"}`})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := kvEventsReadyLine.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "ready line: %q", out.String())
+	assert.NotEqual(t, m[1], m[2], "each rank has its own PUB endpoint")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("smg-sim did not stop")
+	}
+
+	cmd = newCommand()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--engine", "vllm", "--role", "decode", "--kv-events-config", `{"enable_kv_cache_events":true,"hwm":"lots"}`})
+	assert.ErrorContains(t, cmd.Execute(), "kv-events-config")
+}

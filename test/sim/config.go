@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Engine, role and connector names accepted in [Config] (and by the smg-sim flags).
@@ -93,6 +95,27 @@ type Config struct {
 	// before reports all but its last token as cached (usage cached_tokens), like an
 	// engine's radix cache on an exact repeat. Off by default.
 	PrefixCache bool
+	// KVEventsConfig is the engines' --kv-events-config JSON (vLLM's keys and defaults;
+	// parsed by kvevents.ParseConfig in the engine's dialect: vLLM needs
+	// enable_kv_cache_events, SGLang "publisher":"zmq"); "" publishes no KV events. When
+	// enabled, every DP rank (DPSize ranks for SGLang, one for vLLM) runs a ZMQ PUB (and
+	// replay ROUTER) publisher on port + rank, bound to Host when the endpoint's host is
+	// "*"; [Server.KVEventSink] is a rank's kvcache.Sink.
+	KVEventsConfig string
+	// KVEventsArray selects the legacy tagged-array event payloads instead of the current
+	// tagged maps (kvevents.EncodingVLLMArray / EncodingSGLangArray).
+	KVEventsArray bool
+
+	kvEvents kvevents.Config // KVEventsConfig parsed by withDefaults
+}
+
+// kvEventRanks is the number of DP ranks publishing KV events: DPSize for SGLang (its
+// attention-DP ranks), one for vLLM (the HTTP sim models no vLLM DP).
+func (c Config) kvEventRanks() int {
+	if c.Engine == EngineSGLang {
+		return max(c.DPSize, 1)
+	}
+	return 1
 }
 
 // DefaultConfig returns a SGLang decode on 127.0.0.1 with a free port and the defaults listed
@@ -178,6 +201,11 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
+	kv, err := kvevents.ParseConfig(c.Engine, c.KVEventsConfig)
+	if err != nil {
+		return c, fmt.Errorf("sim: %w", err)
+	}
+	c.kvEvents = kv
 	return c, nil
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Server is one running simulated engine instance. Its methods are safe for concurrent use.
@@ -48,6 +51,8 @@ type Server struct {
 	closeErr  error
 	// seen holds the digests of prompts computed (Config.PrefixCache).
 	seen sync.Map
+	// kvev are the KV event publishers, one per DP rank; nil without KV events.
+	kvev *kvevents.Set
 }
 
 func randomID() string { return uuid.NewString() }
@@ -78,6 +83,20 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.client = &http.Client{Transport: s.transport}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// The KV event publishers come first: a cache built later publishes through them.
+	if s.kvev, err = kvevents.NewSet(kvevents.Options{
+		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.Engine, cfg.KVEventsArray), BindHost: cfg.Host,
+	}, cfg.kvEventRanks()); err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("sim: kv events: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.cancel()
+			_ = s.kvev.Close()
+		}
+	}()
 
 	mainLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -121,6 +140,7 @@ func Start(cfg Config) (*Server, error) {
 		s.serve(s.hsSrv, hsLn)
 		s.serve(s.notifySrv, notifyLn)
 	}
+	started = true
 	return s, nil
 }
 
@@ -192,6 +212,7 @@ func (s *Server) Close() error {
 		s.nixl.close()
 		s.mori.close()
 		s.wg.Wait()
+		_ = s.kvev.Close()
 		s.transport.CloseIdleConnections()
 	})
 	return s.closeErr

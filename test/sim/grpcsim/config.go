@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Engines, roles and vLLM connector names accepted in [Config] (and by smg-sim with
@@ -104,6 +106,18 @@ type Config struct {
 	// supports_vision=false and a request with media tensors, placeholders or references is
 	// INVALID_ARGUMENT (hashes only).
 	LanguageModelOnly bool
+	// KVEventsConfig is the engines' --kv-events-config JSON, parsed by
+	// kvevents.ParseConfig in vLLM's dialect for vLLM and SGLang's for SGLang and
+	// TokenSpeed (whose servicer reads SGLang-shaped batches, attn_dp_rank); "" publishes
+	// no KV events. When enabled, every DP rank (DPSize ranks, at least one) runs a ZMQ PUB
+	// (and replay ROUTER) publisher on port + rank, bound to Host when the endpoint's host
+	// is "*", and SubscribeKvEvents streams rank DPRank.
+	KVEventsConfig string
+	// KVEventsArray selects the legacy tagged-array event payloads instead of the
+	// current tagged maps (kvevents.EncodingVLLMArray / EncodingSGLangArray).
+	KVEventsArray bool
+
+	kvEvents kvevents.Config // KVEventsConfig parsed by withDefaults
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -198,7 +212,21 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
+	kv, err := kvevents.ParseConfig(c.kvEventsDialect(), c.KVEventsConfig)
+	if err != nil {
+		return c, fmt.Errorf("grpcsim: %w", err)
+	}
+	c.kvEvents = kv
 	return c, nil
+}
+
+// kvEventsDialect is the engine whose --kv-events-config rules and payload shape the
+// instance follows: vLLM's for vLLM, SGLang's for SGLang and TokenSpeed.
+func (c Config) kvEventsDialect() string {
+	if c.Engine == EngineVLLM {
+		return kvevents.EngineVLLM
+	}
+	return kvevents.EngineSGLang
 }
 
 // connectorReport is what GetServerInfo reports as kv_connector and kv_engine_id, with

@@ -21,6 +21,7 @@ import (
 	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
 	tokenspeedencoderpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeedencoder"
 	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Server is one running simulated gRPC engine. Close stops it.
@@ -43,6 +44,7 @@ type Server struct {
 	done      chan struct{} // closed by Close: ends KV leases
 	hc        *http.Client  // a decode's side-channel client (own transport, closed by Close)
 	unhealthy atomic.Bool   // SetHealthy(false): HealthCheck answers healthy=false
+	kvev      *kvevents.Set // KV event publishers per DP rank; nil without KV events
 	liveMu    sync.RWMutex
 	live      []Fault // faults added at run time (SetFault, POST /sim/fault)
 
@@ -69,8 +71,15 @@ func Start(cfg Config) (*Server, error) {
 		ff, _ := ParseFault(f)
 		s.faults = append(s.faults, ff)
 	}
+	s.kvev, err = kvevents.NewSet(kvevents.Options{
+		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.kvEventsDialect(), cfg.KVEventsArray), BindHost: cfg.Host,
+	}, cfg.DPSize)
+	if err != nil {
+		return nil, fmt.Errorf("grpcsim: kv events: %w", err)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
+		_ = s.kvev.Close()
 		return nil, fmt.Errorf("grpcsim: listen: %w", err)
 	}
 	s.grpcLn = &trackingListener{Listener: ln, conns: &s.conns}
@@ -91,6 +100,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if s.statsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.StatsPort))); err != nil {
 		_ = ln.Close()
+		_ = s.kvev.Close()
 		return nil, fmt.Errorf("grpcsim: stats listen: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -118,6 +128,7 @@ func Start(cfg Config) (*Server, error) {
 		if s.bootLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.BootstrapPort))); err != nil {
 			_ = ln.Close()
 			_ = s.statsLn.Close()
+			_ = s.kvev.Close()
 			return nil, fmt.Errorf("grpcsim: bootstrap listen: %w", err)
 		}
 		bmux := http.NewServeMux()
@@ -145,6 +156,7 @@ func (s *Server) Close() error {
 			_ = s.boot.Close()
 		}
 		s.wg.Wait()
+		_ = s.kvev.Close()
 		s.hc.CloseIdleConnections()
 	})
 	return nil

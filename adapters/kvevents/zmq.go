@@ -139,7 +139,6 @@ func (z *ZMQ) handle(ctx context.Context, frames [][]byte) {
 		z.st.update(func(h *Health) { h.Gaps++ })
 		from := z.seq.last
 		if z.recover(ctx, seq) {
-			z.st.update(func(h *Health) { h.Replays++ })
 			z.seq.replayed(from)
 		} else {
 			z.reset(kvevent.ResetGap, fmt.Sprintf("batches %d..%d lost", from+1, seq-1))
@@ -177,29 +176,43 @@ func (z *ZMQ) reset(r kvevent.ResetReason, why string) {
 // endMarker is the replay's end-of-stream sequence: -1 as a signed 8-byte value.
 const endMarker = ^uint64(0)
 
-// recover replays the batches after the tracker's last one through the replay endpoint
-// and applies them; it reports whether every batch before upTo was recovered.
+// recover replays the batches after the tracker's last one through the replay endpoint.
+// It applies them only when they cover every batch before upTo without a hole, counting
+// the replay first so Health never shows the replayed sequence numbers without it; it
+// reports whether it did.
 func (z *ZMQ) recover(ctx context.Context, upTo uint64) bool {
 	if z.cfg.ReplayEndpoint == "" {
 		return false
 	}
+	type replayed struct {
+		seq     uint64
+		payload []byte
+	}
 	start := z.seq.last + 1
+	var got []replayed
 	err := z.replay(ctx, start, func(seq uint64, payload []byte) error {
-		if seq < z.seq.last+1 {
-			return nil // already applied
+		if want := start + uint64(len(got)); seq != want {
+			if seq < want {
+				return nil // below the cursor: not needed
+			}
+			return fmt.Errorf("replay jumped from %d to %d", want-1, seq)
 		}
-		if seq != z.seq.last+1 {
-			return fmt.Errorf("replay jumped from %d to %d", z.seq.last, seq)
-		}
-		z.deliver(seq, payload)
+		got = append(got, replayed{seq, payload})
 		return nil
 	})
+	if err == nil && start+uint64(len(got)) < upTo {
+		err = fmt.Errorf("replay ended at %d, before %d", start+uint64(len(got)), upTo)
+	}
 	if err != nil {
 		z.st.update(func(h *Health) { h.LastError = err.Error() })
 		z.st.log.Warn("kv events: replay failed", "replay_endpoint", z.cfg.ReplayEndpoint, "from", start, "err", err)
 		return false
 	}
-	return z.seq.last+1 >= upTo
+	z.st.update(func(h *Health) { h.Replays++ })
+	for _, r := range got {
+		z.deliver(r.seq, r.payload)
+	}
+	return true
 }
 
 // replay runs one replay exchange (reference §1.4): send ["", start] on a DEALER, call

@@ -116,17 +116,30 @@ func (g *GRPC) session(ctx context.Context, bo interface{ Reset() }, replay bool
 	if err != nil {
 		return g.failed(ctx, err, false, start), false
 	}
-	received, applied := 0, 0
-	for {
-		pb, err := stream.Recv()
-		if err != nil {
-			return g.failed(ctx, err, received > 0, start), false
-		}
-		if received == 0 {
+	// Headers arrive when the server accepted the subscription (or with its first batch);
+	// none at all means the call ended at once, and Recv returns its status.
+	up := false
+	connected := func() {
+		if !up {
+			up = true
 			bo.Reset()
 			g.st.connected(time.Now())
 		}
-		received++
+	}
+	md, err := stream.Header()
+	if err != nil {
+		return g.failed(ctx, err, false, start), false
+	}
+	if md != nil {
+		connected()
+	}
+	applied := 0
+	for {
+		pb, err := stream.Recv()
+		if err != nil {
+			return g.failed(ctx, err, up, start), false
+		}
+		connected()
 		seq := pb.GetSequenceNumber()
 		switch {
 		case !g.have || seq == g.last+1:

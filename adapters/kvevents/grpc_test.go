@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -232,4 +233,22 @@ func TestClientForPicksTheEngineService(t *testing.T) {
 	}
 	_, err = kvevents.ClientFor(worker.Worker{Runtime: worker.RuntimeTRTLLM}, cc)
 	assert.Error(t, err)
+}
+
+func TestGRPCIdleStreamIsConnectedAndShowsAsStalled(t *testing.T) {
+	srv := &kvServer{implemented: true, script: []func(grpc.ServerStreamingServer[commonpb.KvEventBatch]) error{
+		func(stream grpc.ServerStreamingServer[commonpb.KvEventBatch]) error {
+			if err := stream.SendHeader(metadata.MD{}); err != nil {
+				return err
+			}
+			<-stream.Context().Done()
+			return nil
+		},
+	}}
+	g, _, _ := runGRPC(t, srv, &recSink{})
+	require.Eventually(t, func() bool { return g.Health().Connected }, 10*time.Second, 5*time.Millisecond,
+		"an accepted subscription is connected before any batch")
+	h := g.Health()
+	assert.False(t, h.HasSeq)
+	assert.True(t, h.Stalled(h.ConnectedAt.Add(time.Minute), 30*time.Second))
 }

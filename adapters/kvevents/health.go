@@ -27,6 +27,8 @@ type Health struct {
 	// the consumer was told to drop the worker's entries (gaps not recovered, restarts,
 	// OutOfRange/DataLoss).
 	Gaps, Replays, Resets uint64
+	// Bootstraps counts first contacts whose buffered history was replayed (ZMQ).
+	Bootstraps uint64
 	// DecodeErrors counts messages that were not a valid KV-event batch.
 	DecodeErrors uint64
 	// Reconnects counts connection or stream losses after a successful subscribe;

@@ -12,7 +12,8 @@ const (
 
 // tracker classifies ZMQ sequence numbers (8-byte counters, +1 per batch from 0 at engine
 // start; reference §1.3). After a replay, live batches the replay already delivered
-// arrive again; they fall in the replay window (from, to] and are duplicates, not a restart.
+// arrive again; they fall in the replay window [first, last] and are duplicates, not a
+// restart.
 type tracker struct {
 	have bool
 	last uint64
@@ -27,7 +28,7 @@ func (t *tracker) classify(seq uint64) verdict {
 		return apply
 	case seq > t.last+1:
 		return gap
-	case t.window && seq > t.winLo && seq <= t.winHi:
+	case t.window && seq >= t.winLo && seq <= t.winHi:
 		return duplicate
 	}
 	return restart
@@ -40,7 +41,7 @@ func (t *tracker) accept(seq uint64) {
 	}
 }
 
-// replayed records that a replay moved last from `from` to the tracker's current last.
-func (t *tracker) replayed(from uint64) {
-	t.window, t.winLo, t.winHi = true, from, t.last
+// replayed records that a replay applied the batches from first to the tracker's last.
+func (t *tracker) replayed(first uint64) {
+	t.window, t.winLo, t.winHi = true, first, t.last
 }

@@ -37,11 +37,15 @@ type ZMQConfig struct {
 // replies until the -1 marker; without a replay endpoint, or when the replay cannot cover
 // the gap, the sink is reset. A sequence going backwards is an engine restart: reset.
 // Connection losses resubscribe with backoff; the sequence cursor survives them, so
-// batches missed meanwhile are replayed.
+// batches missed meanwhile are replayed. On first contact with a publisher that has a
+// replay endpoint, the subscriber also replays whatever the engine still buffers from
+// sequence 0, so the worker's cache is known from the start rather than only from the
+// events after it (a suffix of the history never claims a block the engine dropped).
 type ZMQ struct {
-	cfg ZMQConfig
-	st  *state
-	seq tracker
+	cfg    ZMQConfig
+	st     *state
+	seq    tracker
+	booted bool // the first-contact bootstrap was attempted
 }
 
 // NewZMQ validates cfg and builds a subscriber; Run starts it.
@@ -131,6 +135,13 @@ func (z *ZMQ) handle(ctx context.Context, frames [][]byte) {
 		return
 	}
 	switch z.seq.classify(seq) {
+	case apply:
+		if !z.seq.have && seq > 0 && !z.booted && z.cfg.ReplayEndpoint != "" {
+			z.booted = true
+			if z.bootstrap(ctx, seq) && z.seq.classify(seq) == duplicate {
+				return
+			}
+		}
 	case duplicate:
 		return
 	case restart:
@@ -139,7 +150,7 @@ func (z *ZMQ) handle(ctx context.Context, frames [][]byte) {
 		z.st.update(func(h *Health) { h.Gaps++ })
 		from := z.seq.last
 		if z.recover(ctx, seq) {
-			z.seq.replayed(from)
+			z.seq.replayed(from + 1)
 		} else {
 			z.reset(kvevent.ResetGap, fmt.Sprintf("batches %d..%d lost", from+1, seq-1))
 		}
@@ -173,81 +184,3 @@ func (z *ZMQ) reset(r kvevent.ResetReason, why string) {
 	z.cfg.Sink.ResetKV(r)
 }
 
-// endMarker is the replay's end-of-stream sequence: -1 as a signed 8-byte value.
-const endMarker = ^uint64(0)
-
-// recover replays the batches after the tracker's last one through the replay endpoint.
-// It applies them only when they cover every batch before upTo without a hole, counting
-// the replay first so Health never shows the replayed sequence numbers without it; it
-// reports whether it did.
-func (z *ZMQ) recover(ctx context.Context, upTo uint64) bool {
-	if z.cfg.ReplayEndpoint == "" {
-		return false
-	}
-	type replayed struct {
-		seq     uint64
-		payload []byte
-	}
-	start := z.seq.last + 1
-	var got []replayed
-	err := z.replay(ctx, start, func(seq uint64, payload []byte) error {
-		if want := start + uint64(len(got)); seq != want {
-			if seq < want {
-				return nil // below the cursor: not needed
-			}
-			return fmt.Errorf("replay jumped from %d to %d", want-1, seq)
-		}
-		got = append(got, replayed{seq, payload})
-		return nil
-	})
-	if err == nil && start+uint64(len(got)) < upTo {
-		err = fmt.Errorf("replay ended at %d, before %d", start+uint64(len(got)), upTo)
-	}
-	if err != nil {
-		z.st.update(func(h *Health) { h.LastError = err.Error() })
-		z.st.log.Warn("kv events: replay failed", "replay_endpoint", z.cfg.ReplayEndpoint, "from", start, "err", err)
-		return false
-	}
-	z.st.update(func(h *Health) { h.Replays++ })
-	for _, r := range got {
-		z.deliver(r.seq, r.payload)
-	}
-	return true
-}
-
-// replay runs one replay exchange (reference §1.4): send ["", start] on a DEALER, call
-// each for every [“”, seq, payload] reply until the end marker. Bounded by ReplayTimeout.
-func (z *ZMQ) replay(ctx context.Context, start uint64, each func(uint64, []byte) error) error {
-	rctx, cancel := context.WithTimeout(ctx, z.cfg.ReplayTimeout)
-	defer cancel()
-	d := zmq4.NewDealer(rctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(z.cfg.DialTimeout), zmq4.WithLogger(silent))
-	defer d.Close()
-	if err := d.Dial(z.cfg.ReplayEndpoint); err != nil {
-		return err
-	}
-	var req [8]byte
-	binary.BigEndian.PutUint64(req[:], start)
-	if err := d.SendMulti(zmq4.NewMsgFrom([]byte{}, req[:])); err != nil {
-		return err
-	}
-	for {
-		msg, err := d.Recv()
-		if err != nil {
-			return err
-		}
-		f := msg.Frames
-		if len(f) > 0 && len(f[0]) == 0 {
-			f = f[1:] // the empty delimiter frame
-		}
-		if len(f) != 2 || len(f[0]) != 8 {
-			return fmt.Errorf("replay reply of %d frames, want [\"\", seq, payload]", len(msg.Frames))
-		}
-		seq := binary.BigEndian.Uint64(f[0])
-		if seq == endMarker {
-			return nil
-		}
-		if err := each(seq, f[1]); err != nil {
-			return err
-		}
-	}
-}

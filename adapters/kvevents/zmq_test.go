@@ -351,3 +351,31 @@ func TestZMQLiveBatchesAlreadyReplayedAreDuplicates(t *testing.T) {
 	sink.waitFor(t, "b0", "b1", "b2", "b3", "b4")
 	assert.Zero(t, z.Health().Resets, "a replayed batch seen again live is not a restart")
 }
+
+func TestZMQFirstContactReplaysTheBufferedHistory(t *testing.T) {
+	for name, c := range map[string]struct {
+		buffered []uint64
+		want     []string
+	}{
+		"whole history":   {[]uint64{0, 1, 2, 3}, []string{"b0", "b1", "b2", "b3", "b4"}},
+		"oldest expired":  {[]uint64{2, 3}, []string{"b2", "b3", "b4"}},
+		"hole in history": {[]uint64{0, 2, 3}, []string{"b4"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, pubEP, replayEP := startEngine(t, "127.0.0.1:0", true)
+			for _, s := range c.buffered {
+				e.publish(s, false) // published before the gateway subscribed
+			}
+			sink := &recSink{}
+			z := runZMQ(t, kvevents.ZMQConfig{Endpoint: pubEP, ReplayEndpoint: replayEP, Topic: topic, Sink: sink})
+			e.waitSubscribed()
+			e.publish(4, true)
+			sink.waitFor(t, c.want...)
+			e.publish(5, true)
+			sink.waitFor(t, append(c.want, "b5")...)
+			h := z.Health()
+			assert.Zero(t, h.Resets)
+			assert.Zero(t, h.Gaps, "the first batch seen is not a gap")
+		})
+	}
+}

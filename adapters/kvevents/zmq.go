@@ -183,4 +183,3 @@ func (z *ZMQ) reset(r kvevent.ResetReason, why string) {
 	z.st.log.Warn("kv events: dropping the worker's entries", "reason", r, "detail", why)
 	z.cfg.Sink.ResetKV(r)
 }
-

@@ -89,7 +89,7 @@ func (z *ZMQ) bootstrap(ctx context.Context, upTo uint64) bool {
 const endMarker = ^uint64(0)
 
 // replay runs one replay exchange (reference §1.4): send ["", start] on a DEALER, call
-// each for every [“”, seq, payload] reply until the end marker. Bounded by ReplayTimeout.
+// each for every ["", seq, payload] reply until the end marker. Bounded by ReplayTimeout.
 func (z *ZMQ) replay(ctx context.Context, start uint64, each func(uint64, []byte) error) error {
 	rctx, cancel := context.WithTimeout(ctx, z.cfg.ReplayTimeout)
 	defer cancel()

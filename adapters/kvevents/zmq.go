@@ -33,7 +33,7 @@ type ZMQConfig struct {
 // ZMQ subscribes to one vLLM or SGLang KV-event publisher (reference §1.2–§1.4, §2.1):
 // a SUB socket dialed to Endpoint with Topic as prefix filter, 3-frame messages [topic,
 // 8-byte big-endian sequence, msgpack KVEventBatch]. A gap (seq > last+1) is recovered by
-// a DEALER request ["", 8-byte start] to ReplayEndpoint, reading [“”, seq, payload]
+// a DEALER request ["", 8-byte start] to ReplayEndpoint, reading ["", seq, payload]
 // replies until the -1 marker; without a replay endpoint, or when the replay cannot cover
 // the gap, the sink is reset. A sequence going backwards is an engine restart: reset.
 // Connection losses resubscribe with backoff; the sequence cursor survives them, so

@@ -168,10 +168,10 @@ type workerState struct {
 	engine map[engineKey]*node
 }
 
-// Index maps chained block keys to the workers holding them. Safe for concurrent use;
-// every method takes one mutex (Match too, as it records use for eviction).
+// Index maps chained block keys to the workers holding them. Safe for concurrent use:
+// lookups share a read lock, updates take the write lock.
 type Index struct {
-	mu         sync.Mutex
+	mu         sync.RWMutex
 	max        int
 	namespaces map[nsKey]*namespace
 	models     map[modelKey][]*namespace
@@ -180,9 +180,8 @@ type Index struct {
 	free       []uint32
 	lru        node // sentinel: lru.next is the most recently used
 	stats      Stats
-	h          hasher
-	counts     []int32
-	matched    []*node
+	h          hasher  // store's, under the write lock
+	matched    []*node // store's, under the write lock
 }
 
 // New builds an empty Index.
@@ -239,8 +238,8 @@ func (x *Index) RemoveWorker(worker string) {
 
 // Stats returns a snapshot of the index's size and drop counters.
 func (x *Index) Stats() Stats {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	s := x.stats
 	s.Workers = len(x.workers)
 	s.Namespaces = len(x.namespaces)

@@ -1,6 +1,7 @@
 package prefixindex_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -228,4 +229,40 @@ func TestChainSurvivesItsRootBeingRemovedAndStoredAgain(t *testing.T) {
 	assert.Equal(t, map[string]int{"w": 3}, hits(t, x.Match("m", prompt)), "the deeper blocks are found again once the root is back")
 	x.Apply("w", "m", removed(11))
 	assert.Equal(t, map[string]int{"w": 1}, hits(t, x.Match("m", prompt)))
+}
+
+// Lookups run beside updates and evictions (run with -race): results stay within the
+// prompt and the bound holds.
+func TestConcurrentLookupsAndUpdates(t *testing.T) {
+	t.Parallel()
+	x := prefixindex.New(prefixindex.Options{MaxBlocks: 40})
+	prompt := toks(0, 8*bs)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				for _, h := range x.Match("m", prompt) {
+					if h.Blocks < 1 || h.Blocks > 8 {
+						t.Errorf("match of %d blocks", h.Blocks)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < 300; i++ {
+		w := "w" + string(rune('0'+i%5))
+		x.Apply(w, "m", stored(prompt[:(1+i%8)*bs], uint64(i%5)*100, 0, false))
+		x.Apply(w, "m", stored(toks(10_000+i*bs, bs), uint64(1_000_000+i), 0, false))
+		switch i % 7 {
+		case 3:
+			x.Apply(w, "m", removed(uint64(i%5)*100+uint64(i%3)))
+		case 5:
+			x.RemoveWorker(w)
+		}
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, x.Stats().Entries, 40)
 }

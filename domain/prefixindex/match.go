@@ -1,6 +1,9 @@
 package prefixindex
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync"
+)
 
 // Query is a lookup: the prompt's token ids for one model and LoRA adapter.
 type Query struct {
@@ -22,30 +25,52 @@ func (x *Index) Match(model string, tokens []uint32) map[string]Hit {
 }
 
 // MatchQuery is Match with a LoRA adapter. A worker appearing under several block sizes
-// reports the longest match in tokens.
+// reports the longest match in tokens. Lookups run concurrently with each other (read
+// lock); recording their use for eviction takes the write lock briefly afterwards.
 func (x *Index) MatchQuery(q Query) map[string]Hit {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	out := map[string]Hit{}
+	x.mu.RLock()
 	for _, ns := range x.models[modelKey{q.Model, q.LoRA}] {
-		x.matchNamespace(ns, q.Tokens, out)
+		x.matchNamespace(sc, ns, q.Tokens, out)
+	}
+	x.mu.RUnlock()
+	if len(sc.matched) > 0 {
+		// A block dropped in between is unlinked (prev nil); moveFront skips it.
+		x.mu.Lock()
+		for i := len(sc.matched) - 1; i >= 0; i-- {
+			x.moveFront(sc.matched[i])
+		}
+		x.mu.Unlock()
+		clear(sc.matched)
+		sc.matched = sc.matched[:0]
 	}
 	return out
 }
 
+// scratch is one lookup's working memory, pooled so lookups allocate only their result.
+type scratch struct {
+	h       hasher
+	counts  []int32
+	matched []*node
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 // matchNamespace walks the prompt's chain in ns. Workers in slots below 64 are tracked as
 // a bit mask (alive: held every block so far); others through per-slot counts.
-func (x *Index) matchNamespace(ns *namespace, tokens []uint32, out map[string]Hit) {
+func (x *Index) matchNamespace(sc *scratch, ns *namespace, tokens []uint32, out map[string]Hit) {
 	bs := ns.key.blockSize
 	if len(tokens) < bs {
 		return
 	}
 	big := len(x.slots) > 64
-	if big && cap(x.counts) < len(x.slots) {
-		x.counts = make([]int32, len(x.slots))
+	if big && cap(sc.counts) < len(x.slots) {
+		sc.counts = make([]int32, len(x.slots))
 	}
-	counts := x.counts[:cap(x.counts)]
-	key := x.h.next(rootKey, 0, tokens[:bs])
+	counts := sc.counts[:cap(sc.counts)]
+	key := sc.h.next(rootKey, 0, tokens[:bs])
 	first := ns.blocks[key]
 	if first == nil {
 		return
@@ -54,7 +79,7 @@ func (x *Index) matchNamespace(ns *namespace, tokens []uint32, out map[string]Hi
 	if big {
 		x.advance(first, counts, 0)
 	}
-	x.matched = append(x.matched, first)
+	sc.matched = append(sc.matched, first)
 	record := func(mask uint64, depth int) {
 		for ; mask != 0; mask &= mask - 1 {
 			x.put(out, x.slots[bits.TrailingZeros64(mask)].id, Hit{Blocks: depth, BlockSize: bs})
@@ -62,7 +87,7 @@ func (x *Index) matchNamespace(ns *namespace, tokens []uint32, out map[string]Hi
 	}
 	n, depth := first, 1
 	for i := bs; i+bs <= len(tokens); i += bs {
-		key = x.h.next(key, 0, tokens[i:i+bs])
+		key = sc.h.next(key, 0, tokens[i:i+bs])
 		c := n.childWith(key)
 		if c == nil {
 			if c = ns.blocks[key]; c == nil {
@@ -78,7 +103,7 @@ func (x *Index) matchNamespace(ns *namespace, tokens []uint32, out map[string]Hi
 		alive = still
 		n = c
 		depth++
-		x.matched = append(x.matched, c)
+		sc.matched = append(sc.matched, c)
 	}
 	record(alive, depth)
 	if big {
@@ -89,10 +114,6 @@ func (x *Index) matchNamespace(ns *namespace, tokens []uint32, out map[string]Hi
 			}
 		}
 	}
-	for i := len(x.matched) - 1; i >= 0; i-- {
-		x.moveFront(x.matched[i])
-	}
-	x.matched = x.matched[:0]
 }
 
 // advance moves the counts of slots >= 64 holding n at depth to depth+1; it reports

@@ -18,7 +18,7 @@
 // Each subscriber exposes Health (connected, last sequence, gaps, replays, resets,
 // decode errors, lag, idle time) for metrics and smg doctor. Nothing here is wired into
 // the gateway yet: the app layer will start one subscriber per worker that offers events,
-// with a prefixindex.WorkerSink as its sink, stop it and call Index.RemoveWorker when the
+// with a kvindex.WorkerSink as its sink, stop it and call Index.RemoveWorker when the
 // worker goes, and let cache_aware use the index for workers whose Health is live (see
-// domain/prefixindex's package doc).
+// domain/kvindex's package doc).
 package kvevents

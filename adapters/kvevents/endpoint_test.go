@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/adapters/kvevents"
-	"github.com/smg-go/smg/domain/prefixindex"
+	"github.com/smg-go/smg/domain/kvindex"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
@@ -79,4 +79,4 @@ func TestLabelsFromAnnotations(t *testing.T) {
 	assert.Equal(t, map[string]string{"kv_events_endpoint": "tcp://p:5557", "kv_events_replay_endpoint": "tcp://p:5558"}, got)
 }
 
-var _ ports.KVEventSink = prefixindex.WorkerSink{}
+var _ ports.KVEventSink = kvindex.WorkerSink{}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/adapters/kvevents"
-	"github.com/smg-go/smg/domain/prefixindex"
+	"github.com/smg-go/smg/domain/kvindex"
 )
 
 func storedPayload(t testing.TB, from int) []byte {
@@ -19,8 +19,8 @@ func storedPayload(t testing.TB, from int) []byte {
 // that batch: the next lookup does not count on them.
 func TestZMQIntoIndexRestartDropsEntries(t *testing.T) {
 	e, pubEP, _ := startEngine(t, "127.0.0.1:0", false)
-	idx := prefixindex.New(prefixindex.Options{})
-	runZMQ(t, kvevents.ZMQConfig{Endpoint: pubEP, Topic: topic, Sink: prefixindex.WorkerSink{Index: idx, Worker: "d0", Model: "m"}})
+	idx := kvindex.New(kvindex.Options{})
+	runZMQ(t, kvevents.ZMQConfig{Endpoint: pubEP, Topic: topic, Sink: kvindex.WorkerSink{Index: idx, Worker: "d0", Model: "m"}})
 	e.waitSubscribed()
 	e.publishRaw(0, storedPayload(t, 0), true)
 	e.publishRaw(1, storedPayload(t, 100), true)

@@ -1,7 +1,7 @@
 // Package kvevent is the engine-neutral shape of a KV-cache event stream: what vLLM's and
 // SGLang's ZMQ publishers (msgpack KVEventBatch) and the SubscribeKvEvents gRPC stream
 // (smg common.proto KvEventBatch) say about one engine's prefix cache, after decoding.
-// Adapters (adapters/kvevents) produce it; the prefix index (domain/prefixindex) consumes it.
+// Adapters (adapters/kvevents) produce it; the prefix index (domain/kvindex) consumes it.
 //
 // Wire facts: ../shared/reference/kv-routing.md §1.5 (vLLM fields), §2.2 (SGLang), §3.1
 // (gRPC). Engine block hashes are opaque 64-bit values here: the gateway never recomputes

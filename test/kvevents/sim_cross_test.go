@@ -20,7 +20,7 @@ import (
 
 	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
 	"github.com/smg-go/smg/adapters/kvevents"
-	"github.com/smg-go/smg/domain/prefixindex"
+	"github.com/smg-go/smg/domain/kvindex"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 	"github.com/smg-go/smg/test/sim/kvcache"
 	simkv "github.com/smg-go/smg/test/sim/kvevents"
@@ -75,7 +75,7 @@ func waitSeq(t *testing.T, s subscriber, seq uint64) {
 
 // checkRecovered asserts the index holds everything published, the withheld batch
 // included, and that the subscriber got it through one replay without a reset.
-func checkRecovered(t *testing.T, idx *prefixindex.Index, s subscriber) {
+func checkRecovered(t *testing.T, idx *kvindex.Index, s subscriber) {
 	t.Helper()
 	assert.Equal(t, 3, idx.Match("m", promptA)["w"].Blocks, "the withheld extension came through replay")
 	assert.Equal(t, 1, idx.Match("m", promptB)["w"].Blocks)
@@ -99,9 +99,9 @@ func TestSimulatorEventsDecodeAndGapsReplay(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = pub.Close() })
 
-			idx := prefixindex.New(prefixindex.Options{})
+			idx := kvindex.New(kvindex.Options{})
 			z, err := kvevents.NewZMQ(kvevents.ZMQConfig{Endpoint: pub.Endpoint(), ReplayEndpoint: pub.ReplayEndpoint(), Topic: topic,
-				Sink: prefixindex.WorkerSink{Index: idx, Worker: "w", Model: "m"}, Options: opts()})
+				Sink: kvindex.WorkerSink{Index: idx, Worker: "w", Model: "m"}, Options: opts()})
 			require.NoError(t, err)
 			run(t, z)
 			require.Eventually(t, func() bool { return slices.Contains(pub.SubscribedTopics(), topic) }, 10*time.Second, 5*time.Millisecond)
@@ -125,9 +125,9 @@ func TestSimulatorEventsDecodeAndGapsReplay(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = cc.Close() })
 
-		idx := prefixindex.New(prefixindex.Options{})
+		idx := kvindex.New(kvindex.Options{})
 		g, err := kvevents.NewGRPC(kvevents.GRPCConfig{Client: vllmpb.NewVllmEngineClient(cc), Name: s.Addr(),
-			Sink: prefixindex.WorkerSink{Index: idx, Worker: "w", Model: "m"}, Options: opts()})
+			Sink: kvindex.WorkerSink{Index: idx, Worker: "w", Model: "m"}, Options: opts()})
 		require.NoError(t, err)
 		run(t, g)
 		sink := s.KVEventSink(0)

@@ -1,4 +1,4 @@
-// Package prefixindex is the gateway's view of which worker holds which prompt prefix in
+// Package kvindex is the gateway's view of which worker holds which prompt prefix in
 // its KV cache, built from the engines' own KV events (domain/kvevent) rather than from
 // the gateway's guesses. Pure Go, safe for concurrent use.
 //
@@ -34,4 +34,4 @@
 // takes Hit.Tokens() of each candidate as its matched prefix for workers whose stream is
 // live (kvevents Health), falling back to the approximate tree for the others; the score
 // combines matched blocks with load in the cost model that policy will document.
-package prefixindex
+package kvindex

@@ -1,4 +1,4 @@
-package prefixindex
+package kvindex
 
 import "github.com/smg-go/smg/domain/kvevent"
 

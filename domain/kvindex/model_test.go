@@ -1,4 +1,4 @@
-package prefixindex_test
+package kvindex_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/domain/kvevent"
-	"github.com/smg-go/smg/domain/prefixindex"
+	"github.com/smg-go/smg/domain/kvindex"
 )
 
 // TestIndexAgainstAReferenceModel applies random stores, removals, clears and worker
@@ -38,7 +38,7 @@ func runModel(t *testing.T, seed uint64, max int) {
 	}
 	keys := make([][]uint64, len(prompts))
 	for i, p := range prompts {
-		keys[i] = prefixindex.BlockKeys(p, bs)
+		keys[i] = kvindex.BlockKeys(p, bs)
 	}
 	workers := []string{"w0", "w1", "w2", "w3"}
 	// An engine hash is a per-worker function of the block's content key, as a real
@@ -48,7 +48,7 @@ func runModel(t *testing.T, seed uint64, max int) {
 	for i := range ref {
 		ref[i] = map[uint64]uint64{}
 	}
-	x := prefixindex.New(prefixindex.Options{MaxBlocks: max})
+	x := kvindex.New(kvindex.Options{MaxBlocks: max})
 
 	for step := 0; step < 300; step++ {
 		w := r.IntN(len(workers))

@@ -1,4 +1,4 @@
-package prefixindex_test
+package kvindex_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/smg-go/smg/domain/kvevent"
-	"github.com/smg-go/smg/domain/prefixindex"
+	"github.com/smg-go/smg/domain/kvindex"
 )
 
 // The benchmark fleet: 8 workers × 100k blocks of 16 tokens (800k entries); every worker
@@ -23,7 +23,7 @@ const (
 
 var (
 	benchOnce   sync.Once
-	benchIndex  *prefixindex.Index
+	benchIndex  *kvindex.Index
 	benchShared []uint32
 )
 
@@ -43,11 +43,11 @@ func randTokens(r *rand.Rand, n int) []uint32 {
 	return out
 }
 
-func benchSetup(b *testing.B) *prefixindex.Index {
+func benchSetup(b *testing.B) *kvindex.Index {
 	benchOnce.Do(func() {
 		r := rand.New(rand.NewPCG(1, 2))
 		benchShared = randTokens(r, benchPrompt)
-		benchIndex = prefixindex.New(prefixindex.Options{MaxBlocks: 2 * benchWorkers * benchBlocks})
+		benchIndex = kvindex.New(kvindex.Options{MaxBlocks: 2 * benchWorkers * benchBlocks})
 		for w := 0; w < benchWorkers; w++ {
 			id := fmt.Sprintf("worker-%d", w)
 			base := uint64(w) << 40
@@ -146,7 +146,7 @@ func BenchmarkMemoryPerEntry(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		x := prefixindex.New(prefixindex.Options{})
+		x := kvindex.New(kvindex.Options{})
 		for w := 0; w < benchWorkers; w++ {
 			for i, c := range chains {
 				ev := benchChain(c, uint64(w)<<40|uint64(i)<<20)

@@ -1,4 +1,4 @@
-package prefixindex_test
+package kvindex_test
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/domain/kvevent"
-	"github.com/smg-go/smg/domain/prefixindex"
+	"github.com/smg-go/smg/domain/kvindex"
 )
 
 const bs = 4
@@ -34,7 +34,7 @@ func stored(tokens []uint32, base uint64, parent uint64, hasParent bool) kvevent
 
 func removed(h ...uint64) kvevent.Event { return kvevent.Event{Kind: kvevent.Removed, Removed: h} }
 
-func hits(t *testing.T, m map[string]prefixindex.Hit) map[string]int {
+func hits(t *testing.T, m map[string]kvindex.Hit) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for w, h := range m {
@@ -46,7 +46,7 @@ func hits(t *testing.T, m map[string]prefixindex.Hit) map[string]int {
 
 func TestMatchCountsConsecutiveLeadingBlocksPerWorker(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 3*bs+2) // three full blocks and a partial tail
 	x.Apply("w1", "m", stored(prompt[:3*bs], 100, 0, false))
 	// w2's engine uses another hash seed: different engine hashes, same content.
@@ -64,7 +64,7 @@ func TestMatchCountsConsecutiveLeadingBlocksPerWorker(t *testing.T) {
 
 func TestStoredBlocksAfterAnUnknownParentAreDropped(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	x.Apply("w1", "m", stored(toks(bs, bs), 2, 1, true))
 	assert.Empty(t, x.Match("m", toks(0, 2*bs)))
 	assert.Equal(t, uint64(1), x.Stats().Orphans)
@@ -72,7 +72,7 @@ func TestStoredBlocksAfterAnUnknownParentAreDropped(t *testing.T) {
 
 func TestPartialStoredBlocksAreNotIndexed(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	x.Apply("w1", "m", stored(toks(0, bs+2), 1, 0, false)) // SGLang's short last page
 	assert.Equal(t, map[string]int{"w1": 1}, hits(t, x.Match("m", toks(0, 2*bs))))
 	assert.Equal(t, uint64(1), x.Stats().Partial)
@@ -80,7 +80,7 @@ func TestPartialStoredBlocksAreNotIndexed(t *testing.T) {
 
 func TestRemovalByEngineHash(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 3*bs)
 	x.Apply("w1", "m", stored(prompt, 100, 0, false))
 	x.Apply("w2", "m", stored(prompt, 200, 0, false))
@@ -97,7 +97,7 @@ func TestRemovalByEngineHash(t *testing.T) {
 
 func TestClearResetAndRemoveWorker(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 2*bs)
 	for i, w := range []string{"w1", "w2", "w3"} {
 		x.Apply(w, "m", stored(prompt, uint64(100*i), 0, false))
@@ -120,7 +120,7 @@ func TestClearResetAndRemoveWorker(t *testing.T) {
 
 func TestLoRAAndExtraKeysAreKeptApart(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 2*bs)
 	base := stored(prompt, 1, 0, false)
 	withLoRA := stored(prompt, 1, 0, false)
@@ -135,13 +135,13 @@ func TestLoRAAndExtraKeysAreKeptApart(t *testing.T) {
 	x.Apply("image", "m", withImage)
 
 	assert.Equal(t, map[string]int{"base": 2}, hits(t, x.Match("m", prompt)))
-	assert.Equal(t, map[string]int{"lora": 2}, hits(t, x.MatchQuery(prefixindex.Query{Model: "m", LoRA: "sql-adapter", Tokens: prompt})))
-	assert.Equal(t, map[string]int{"lora-id": 2}, hits(t, x.MatchQuery(prefixindex.Query{Model: "m", LoRA: "lora-id:7", Tokens: prompt})))
+	assert.Equal(t, map[string]int{"lora": 2}, hits(t, x.MatchQuery(kvindex.Query{Model: "m", LoRA: "sql-adapter", Tokens: prompt})))
+	assert.Equal(t, map[string]int{"lora-id": 2}, hits(t, x.MatchQuery(kvindex.Query{Model: "m", LoRA: "lora-id:7", Tokens: prompt})))
 }
 
 func TestOtherTiersAndGroupsAreIgnored(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, bs)
 	cpu := stored(prompt, 1, 0, false)
 	cpu.Medium = "CPU"
@@ -155,19 +155,19 @@ func TestOtherTiersAndGroupsAreIgnored(t *testing.T) {
 
 func TestBlockSizesAreMatchedWithTheirOwnChunking(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 16)
 	x.Apply("small", "m", stored(prompt, 1, 0, false))
 	big := kvevent.Event{Kind: kvevent.Stored, BlockSize: 8, Blocks: []kvevent.Block{{EngineHash: 1, Tokens: prompt[:8]}}}
 	x.Apply("big", "m", big)
 	m := x.Match("m", prompt)
-	assert.Equal(t, prefixindex.Hit{Blocks: 4, BlockSize: 4}, m["small"])
-	assert.Equal(t, prefixindex.Hit{Blocks: 1, BlockSize: 8}, m["big"])
+	assert.Equal(t, kvindex.Hit{Blocks: 4, BlockSize: 4}, m["small"])
+	assert.Equal(t, kvindex.Hit{Blocks: 1, BlockSize: 8}, m["big"])
 }
 
 func TestMemoryBoundEvictsLeastRecentlyUsed(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{MaxBlocks: 4})
+	x := kvindex.New(kvindex.Options{MaxBlocks: 4})
 	a, b, c := toks(0, 2*bs), toks(1000, 2*bs), toks(2000, 2*bs)
 	x.Apply("w", "m", stored(a, 10, 0, false))
 	x.Apply("w", "m", stored(b, 20, 0, false))
@@ -187,7 +187,7 @@ func TestMemoryBoundEvictsLeastRecentlyUsed(t *testing.T) {
 
 func TestEvictionTakesLeavesBeforeRoots(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{MaxBlocks: 3})
+	x := kvindex.New(kvindex.Options{MaxBlocks: 3})
 	a := toks(0, 3*bs)
 	x.Apply("w", "m", stored(a, 10, 0, false))
 	x.Apply("w", "m", stored(toks(500, bs), 99, 0, false)) // one more block than fits
@@ -196,16 +196,16 @@ func TestEvictionTakesLeavesBeforeRoots(t *testing.T) {
 
 func TestBlockKeysMatchTheIndexChunking(t *testing.T) {
 	t.Parallel()
-	keys := prefixindex.BlockKeys(toks(0, 2*bs+1), bs)
+	keys := kvindex.BlockKeys(toks(0, 2*bs+1), bs)
 	assert.Len(t, keys, 2)
 	assert.NotEqual(t, keys[0], keys[1])
-	assert.Equal(t, keys[:1], prefixindex.BlockKeys(toks(0, bs), bs))
-	assert.Nil(t, prefixindex.BlockKeys(toks(0, bs), 0))
+	assert.Equal(t, keys[:1], kvindex.BlockKeys(toks(0, bs), bs))
+	assert.Nil(t, kvindex.BlockKeys(toks(0, bs), 0))
 }
 
 func TestMatchWithMoreThan64Workers(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 5*bs)
 	want := map[string]int{}
 	for i := 0; i < 70; i++ {
@@ -220,7 +220,7 @@ func TestMatchWithMoreThan64Workers(t *testing.T) {
 
 func TestChainSurvivesItsRootBeingRemovedAndStoredAgain(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{})
+	x := kvindex.New(kvindex.Options{})
 	prompt := toks(0, 3*bs)
 	x.Apply("w", "m", stored(prompt, 10, 0, false))
 	x.Apply("w", "m", removed(10))
@@ -235,7 +235,7 @@ func TestChainSurvivesItsRootBeingRemovedAndStoredAgain(t *testing.T) {
 // prompt and the bound holds.
 func TestConcurrentLookupsAndUpdates(t *testing.T) {
 	t.Parallel()
-	x := prefixindex.New(prefixindex.Options{MaxBlocks: 40})
+	x := kvindex.New(kvindex.Options{MaxBlocks: 40})
 	prompt := toks(0, 8*bs)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {

@@ -1,4 +1,4 @@
-package prefixindex
+package kvindex
 
 import (
 	"strconv"

@@ -20,14 +20,13 @@ import (
 // from sim.Config.
 type grpcFlags struct {
 	statsPort, maxNumSeqs, dpSize, dpRank, pageSize                     int
-	tokenizerPath, pairingProtocol, multiChildren, multiChildID         string
+	pairingProtocol, multiChildren, multiChildID                        string
 	kvCacheDtype, attentionBackend, modelDtype, transferBackend, kvRole string
 	languageModelOnly                                                   bool
 }
 
 func (g *grpcFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&g.statsPort, "stats-port", 0, "gRPC: HTTP port of GET /sim/stats and POST /sim/reset (0 = pick a free port)")
-	f.StringVar(&g.tokenizerPath, "tokenizer-path", "", "gRPC: directory GetTokenizer zips (empty: GetTokenizer is FAILED_PRECONDITION)")
 	f.IntVar(&g.maxNumSeqs, "max-num-seqs", 0, "gRPC TokenSpeed: running window reported as server_args max_num_seqs (default 256)")
 	f.StringVar(&g.pairingProtocol, "pairing-protocol", "", "gRPC: the servicer's SMG_PAIRING_PROTOCOL (trimmed; empty = unset)")
 	f.IntVar(&g.dpSize, "dp-size", 0, "gRPC: attention-DP size; with >1 a TokenSpeed room whose room % dp-size differs from --dp-rank is an error")
@@ -64,7 +63,7 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 	}
 	return grpcsim.Config{
 		Engine: c.Engine, Role: c.Role, Host: c.Host, Port: c.Port, BootstrapPort: c.BootstrapPort,
-		StatsPort: g.statsPort, Model: c.Model, TokenizerPath: g.tokenizerPath, EngineID: c.EngineID,
+		StatsPort: g.statsPort, Model: c.Model, TokenizerPath: c.TokenizerPath, EngineID: c.EngineID,
 		KVConnector: conn, MultiChildren: children, MultiChildEngineID: g.multiChildID, KVRole: g.kvRole,
 		TransferBackend: g.transferBackend, KVCacheDtype: g.kvCacheDtype, AttentionBackend: g.attentionBackend,
 		ModelDtype: g.modelDtype, PageSize: g.pageSize, PairingProtocol: g.pairingProtocol,

@@ -35,7 +35,7 @@ func (g *grpcFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.multiChildren, "multi-children", "", "gRPC vLLM MultiConnector: comma-separated child connectors (default NixlConnector)")
 	f.StringVar(&g.multiChildID, "multi-child-engine-id", "", "gRPC vLLM MultiConnector: the children's engine_id (empty: the parent's)")
 	f.StringVar(&g.kvCacheDtype, "kv-cache-dtype", "", "gRPC: kv_cache_dtype reported for pairing (default auto)")
-	f.IntVar(&g.pageSize, "page-size", 0, "gRPC: page_size (vLLM block_size) reported for pairing (default 16)")
+	f.IntVar(&g.pageSize, "page-size", 0, "gRPC: page_size (vLLM block_size) reported for pairing and used as the KV-cache block size (default --block-size, else 16)")
 	f.StringVar(&g.attentionBackend, "attention-backend", "", "gRPC: attention_backend reported for pairing")
 	f.StringVar(&g.modelDtype, "model-dtype", "", "gRPC vLLM: model_dtype reported for pairing (default torch.bfloat16)")
 	f.StringVar(&g.transferBackend, "transfer-backend", "", "gRPC SGLang/TokenSpeed: disaggregation_transfer_backend (default mooncake)")
@@ -61,14 +61,20 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 			children = append(children, ch)
 		}
 	}
+	page := g.pageSize
+	if page == 0 {
+		page = c.BlockSize
+	}
 	return grpcsim.Config{
 		Engine: c.Engine, Role: c.Role, Host: c.Host, Port: c.Port, BootstrapPort: c.BootstrapPort,
 		StatsPort: g.statsPort, Model: c.Model, TokenizerPath: c.TokenizerPath, EngineID: c.EngineID,
 		KVConnector: conn, MultiChildren: children, MultiChildEngineID: g.multiChildID, KVRole: g.kvRole,
 		TransferBackend: g.transferBackend, KVCacheDtype: g.kvCacheDtype, AttentionBackend: g.attentionBackend,
-		ModelDtype: g.modelDtype, PageSize: g.pageSize, PairingProtocol: g.pairingProtocol,
+		ModelDtype: g.modelDtype, PageSize: page, PairingProtocol: g.pairingProtocol,
 		MaxRunningRequests: c.MaxRunningRequests, MaxNumSeqs: g.maxNumSeqs, MaxModelLen: c.MaxModelLen,
-		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, HandoffTimeout: c.HandoffTimeout,
+		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, ITLPerRunning: c.ITLPerRunning, HandoffTimeout: c.HandoffTimeout,
+		PrefillTokensPerS: c.PrefillTokensPerS, PrefillFixed: c.PrefillFixed, PrefillChunkTokens: c.PrefillChunkTokens,
+		KVTransferPerBlock: c.KVTransferPerBlock, MaxRunning: c.MaxRunning, KVCacheBlocks: c.KVCacheBlocks,
 		Faults: c.Faults, HangMax: c.HangMax, LanguageModelOnly: g.languageModelOnly,
 	}
 }

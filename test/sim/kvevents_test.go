@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -99,4 +100,46 @@ func recvBatch(t *testing.T, sub zmq4.Socket) (uint64, []any) {
 	var v any
 	require.NoError(t, msgpack.Unmarshal(m.Frames[2], &v))
 	return binary.BigEndian.Uint64(m.Frames[1]), v.([]any)
+}
+
+// A completion's prompt reaches the PUB socket as the cache stores it (vLLM shape:
+// unsigned hashes, blocks of 16), and Config.KVEventSink receives the same events.
+func TestKVEventsFromACompletion(t *testing.T) {
+	t.Parallel()
+	rec := &sinkRec{}
+	s := start(t, cfgOf(sim.EngineVLLM, sim.RolePrefill, func(c *sim.Config) {
+		c.KVEventSink = rec
+		c.KVEventsConfig = `{"enable_kv_cache_events":true,"endpoint":"tcp://*:0","topic":"kv"}`
+	}))
+	p := s.KVEvents().Rank(0)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	sub := zmq4.NewSub(ctx)
+	defer sub.Close()
+	require.NoError(t, sub.SetOption(zmq4.OptionSubscribe, "kv"))
+	require.NoError(t, sub.Dial(p.Endpoint()))
+	eventually(t, func() bool { return slices.Contains(p.SubscribedTopics(), "kv") }, "SUB subscribed")
+
+	require.Equal(t, http.StatusOK, post(s.URL()+"/v1/completions", map[string]any{"prompt": words(0, 40), "max_tokens": 2}).status)
+	seq, batch := recvBatch(t, sub)
+	require.Equal(t, uint64(0), seq)
+	assert.EqualValues(t, 0, batch[2], "data_parallel_rank")
+	stored := batch[1].([]any)[0].(map[string]any)
+	require.Equal(t, "BlockStored", stored["type"])
+	assert.EqualValues(t, 16, stored["block_size"])
+	assert.Len(t, stored["token_ids"], 32, "two full blocks of the 40-token prompt")
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.evs, 1)
+	var hashes []uint64
+	for _, h := range stored["block_hashes"].([]any) {
+		v := reflect.ValueOf(h)
+		if v.CanUint() {
+			hashes = append(hashes, v.Uint())
+		} else {
+			hashes = append(hashes, uint64(v.Int()))
+		}
+	}
+	assert.Equal(t, rec.evs[0].Stored.BlockHashes, hashes)
 }

@@ -16,6 +16,7 @@ import (
 	sglangpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/sglang"
 	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
 	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 	"github.com/smg-go/smg/test/sim/kvcache"
 )
@@ -214,4 +215,32 @@ func postFault(t *testing.T, s *grpcsim.Server, kind string, want int) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, want, resp.StatusCode, kind)
+}
+
+// A request's prompt reaches SubscribeKvEvents as the cache stores it: its full pages,
+// with their token ids (the cache publishes through the streamed rank's publisher and to
+// Config.KVEventSink).
+func TestGRPCGenerateStreamsStoredBlocks(t *testing.T) {
+	t.Parallel()
+	rec := &sinkRec{}
+	s := start(t, grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: grpcsim.RolePrefill, KVEventSink: rec,
+		KVEventsConfig: kvConfig(grpcsim.EngineSGLang, "")})
+	st, err := kvSubscribe(t, s, 0)
+	require.NoError(t, err)
+	c := sglangpb.NewSglangSchedulerClient(dial(t, s))
+	fake := &sglangpb.DisaggregatedParams{BootstrapHost: wire.FakeBootstrapHost, BootstrapRoom: 9}
+	r := sgGenerate(ctxT(t, 10*time.Second), c, sgReq("kv-1", prompt(40), 1, false, fake))
+	require.NoError(t, r.err)
+
+	b, err := st.Recv()
+	require.NoError(t, err)
+	require.Len(t, b.GetEvents(), 1)
+	blocks := b.GetEvents()[0].GetStored().GetBlocks()
+	require.Len(t, blocks, 2, "40 tokens in pages of 16: two full pages")
+	assert.Equal(t, prompt(40)[:16], blocks[0].GetTokenIds())
+	assert.Equal(t, prompt(40)[16:32], blocks[1].GetTokenIds())
+	assert.Equal(t, int32(16), blocks[0].GetBlockSize())
+	evs := rec.events()
+	require.Len(t, evs, 1, "Config.KVEventSink receives the same events")
+	assert.Equal(t, int64(evs[0].Stored.BlockHashes[1]), blocks[1].GetBlockHash())
 }

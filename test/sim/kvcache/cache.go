@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ErrTooLarge is returned by [Cache.Acquire] for a prompt that needs more blocks than the
@@ -95,6 +96,7 @@ type Lease struct {
 	private int      // reserved blocks not in the table (uncommitted, partial tail, duplicates)
 	done    bool
 	commit  bool
+	waited  time.Duration
 }
 
 // Acquire looks up the longest cached prefix of ids (token ids; extraKey is the LoRA id or
@@ -116,6 +118,7 @@ func (c *Cache) Acquire(ctx context.Context, ids []uint32, extraKey int64) (*Lea
 	if len(ids) > 0 {
 		maxHit = min(len(l.hashes), (len(ids)-1)/c.bs)
 	}
+	var waitStart time.Time
 	for {
 		c.mu.Lock()
 		hit := 0
@@ -153,6 +156,9 @@ func (c *Cache) Acquire(ctx context.Context, ids []uint32, extraKey int64) (*Lea
 			}
 			c.used += need
 			l.hit, l.private = hit, need
+			if !waitStart.IsZero() {
+				l.waited = time.Since(waitStart)
+			}
 			c.prompt += int64(len(ids))
 			c.cached += int64(hit * c.bs)
 			var evs []Event
@@ -167,6 +173,9 @@ func (c *Cache) Acquire(ctx context.Context, ids []uint32, extraKey int64) (*Lea
 		}
 		wait := c.freed
 		c.mu.Unlock()
+		if waitStart.IsZero() {
+			waitStart = time.Now()
+		}
 		select {
 		case <-wait:
 		case <-ctx.Done():
@@ -190,15 +199,19 @@ func (c *Cache) unlockPublish(evs []Event) {
 // CachedTokens is the lease's prefix hit in tokens (a multiple of the block size).
 func (l *Lease) CachedTokens() int { return l.hit * l.c.bs }
 
+// Waited is how long Acquire waited for blocks held by other requests (0: admitted at
+// once).
+func (l *Lease) Waited() time.Duration { return l.waited }
+
 // Blocks is the number of blocks the lease holds or reserves (ceil(prompt/BlockSize)).
-func (l *Lease) Blocks() int { return l.hit + l.private }
+func (l *Lease) Blocks() int { return (len(l.ids) + l.c.bs - 1) / l.c.bs }
 
 // Commit records that the prompt's KV is now present (computed, or received through a
 // handoff): every full block beyond the hit becomes cached, reported as BlockStored events
-// (one per run of consecutive new blocks, with its parent's hash). A block whose hash
-// another request committed meanwhile stays private to this lease and is freed at
-// Release, as vLLM does with duplicate blocks. Commit after Release, or twice, does
-// nothing.
+// (one per run of consecutive new blocks, with its parent's hash). A block already cached
+// (one the hit's cap left out, or one a concurrent request committed first) is not stored
+// again: the lease holds the cached copy and frees its own. Commit after Release, or
+// twice, does nothing.
 func (l *Lease) Commit() {
 	if l.done || l.commit {
 		return
@@ -222,8 +235,17 @@ func (l *Lease) Commit() {
 	}
 	for i := l.hit; i < len(l.hashes); i++ {
 		h := l.hashes[i]
-		if _, dup := c.table[h]; dup {
+		if b, dup := c.table[h]; dup {
+			// Computed again (the hit's cap, or a concurrent request committed it first):
+			// hold the cached copy and free this lease's own block.
 			flush(i)
+			if b.refs == 0 {
+				c.lru.remove(b)
+			}
+			b.refs++
+			l.held = append(l.held, b)
+			l.private--
+			c.used--
 			continue
 		}
 		b := &block{hash: h, refs: 1, inTable: true}

@@ -95,6 +95,6 @@ See docs/fleet-bench.md.`,
 	f.StringArrayVar(&c.PrefillArgs, "prefill-arg", nil, "extra smg-sim flag for every prefill (repeatable)")
 	f.StringArrayVar(&c.DecodeArgs, "decode-arg", nil, "extra smg-sim flag for every decode (repeatable)")
 	f.StringVar(&jsonPath, "json", "bin/fleet-bench.json", "write the report as JSON here (empty: no file)")
-	f.StringVar(&plotPath, "plot", "bin/fleet-bench.svg", "write the TTFT CDF plot as SVG here (empty: no file)")
+	f.StringVar(&plotPath, "plot", "bin/fleet-bench.svg", "write the TTFT CDF plot here: SVG, or PNG for a .png name (empty: no file)")
 	return cmd
 }

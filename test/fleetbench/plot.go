@@ -5,23 +5,26 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // minTTFTms clamps samples for the logarithmic axis (which cannot show 0).
 const minTTFTms = 0.1
 
-// WritePlot draws the TTFT CDF of every cell as SVG to w (gonum.org/v1/plot): one panel per
-// workload, in report order, one line per policy and replica count (colour by policy,
-// dashes by replica count), TTFT in ms on a logarithmic x axis, the fraction of successful
-// requests on y. Cells without samples are left out.
-func WritePlot(w io.Writer, cells []Cell) error {
+// WritePlot draws the TTFT CDF of every cell to w (gonum.org/v1/plot), as SVG, or as PNG when
+// png is set: one panel per workload, in report order, one line per policy and replica count
+// (colour by policy, dashes by replica count), TTFT in ms on a logarithmic x axis, the
+// fraction of successful requests on y. Cells without samples are left out.
+func WritePlot(w io.Writer, cells []Cell, png bool) error {
 	var workloads []string
 	byWorkload := map[string][]Cell{}
 	for _, c := range cells {
@@ -77,7 +80,16 @@ func WritePlot(w io.Writer, cells []Cell) error {
 		p.X.Min, p.X.Max = lo*0.9, math.Max(hi*1.1, lo*2)
 		rows[i] = []*plot.Plot{p}
 	}
-	img := vgsvg.New(vg.Points(640), vg.Points(360*float64(len(workloads))))
+	width, height := vg.Points(640), vg.Points(360*float64(len(workloads)))
+	var img interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	if png {
+		img = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
+	} else {
+		img = vgsvg.New(width, height)
+	}
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: len(workloads), Cols: 1, PadX: vg.Points(10), PadY: vg.Points(20),
 		PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
@@ -89,13 +101,13 @@ func WritePlot(w io.Writer, cells []Cell) error {
 	return err
 }
 
-// WritePlotFile writes WritePlot's SVG to path.
+// WritePlotFile writes WritePlot's plot to path: PNG when path ends in ".png", else SVG.
 func WritePlotFile(path string, cells []Cell) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := WritePlot(f, cells); err != nil {
+	if err := WritePlot(f, cells, strings.EqualFold(filepath.Ext(path), ".png")); err != nil {
 		_ = f.Close()
 		return err
 	}

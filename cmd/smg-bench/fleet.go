@@ -16,7 +16,7 @@ func newFleet() *cobra.Command {
 		Duration: 60 * time.Second, RequestTimeout: 120 * time.Second, Seed: 1, Shape: fleetbench.DefaultShape(), Sim: fleetbench.DefaultKnobs()}
 	var (
 		policies, replicas, workloads string
-		jsonPath, plotPath            string
+		jsonPath, plotPath, from      string
 		rebuild                       bool
 	)
 	cmd := &cobra.Command{
@@ -30,11 +30,23 @@ streaming chat completions, spread round-robin over the replicas, at most --requ
 and none after --duration, and prints per cell: TTFT p50/p90/p99 (first content chunk), e2e
 p50/p99, requests/s and output tokens/s, the prefill cache-hit rate (Σcached_tokens ÷
 Σprompt_tokens from the prefills' own /sim/stats), load imbalance (max ÷ mean busy_ms per
-role), errors and recomputes. --json writes the report, --plot an SVG of the TTFT CDFs.
+role), errors and recomputes. --json writes the report, --plot an SVG of the TTFT CDFs;
+--from re-reads a report (table and plot) without running anything.
 Workloads: shared-prefix, multi-turn, agentic, unique, mixed (or all); --seed fixes them.
 See docs/fleet-bench.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from != "" {
+				rep, err := fleetbench.ReadJSON(from)
+				if err != nil {
+					return err
+				}
+				fleetbench.WriteTable(cmd.OutOrStdout(), rep.Cells)
+				if plotPath == "" {
+					return nil
+				}
+				return fleetbench.WritePlotFile(plotPath, rep.Cells)
+			}
 			var err error
 			if c.Policies, err = fleetbench.ParsePolicies(policies); err != nil {
 				return err
@@ -94,6 +106,7 @@ See docs/fleet-bench.md.`,
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra `smg launch` flag for every gateway (repeatable)")
 	f.StringArrayVar(&c.PrefillArgs, "prefill-arg", nil, "extra smg-sim flag for every prefill (repeatable)")
 	f.StringArrayVar(&c.DecodeArgs, "decode-arg", nil, "extra smg-sim flag for every decode (repeatable)")
+	f.StringVar(&from, "from", "", "run nothing: print the table of this --json report and draw its --plot")
 	f.StringVar(&jsonPath, "json", "bin/fleet-bench.json", "write the report as JSON here (empty: no file)")
 	f.StringVar(&plotPath, "plot", "bin/fleet-bench.svg", "write the TTFT CDF plot here: SVG, or PNG for a .png name (empty: no file)")
 	return cmd

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -43,10 +44,10 @@ func WritePlot(w io.Writer, cells []Cell, png bool) error {
 		p.Title.Text = "TTFT CDF: " + wl
 		p.X.Label.Text = "TTFT (ms, log scale)"
 		p.Y.Label.Text = "fraction of requests"
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, msTicks{}
 		p.Y.Min, p.Y.Max = 0, 1
-		p.Legend.Top, p.Legend.Left = false, false
-		p.Legend.YOffs = vg.Points(-30)
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(-4)
 		p.Add(plotter.NewGrid())
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, c := range byWorkload[wl] {
@@ -112,4 +113,27 @@ func WritePlotFile(path string, cells []Cell) error {
 		return err
 	}
 	return f.Close()
+}
+
+// msTicks marks a logarithmic millisecond axis at every integer × 10^k, labelling 1, 2 and 5
+// × 10^k (every mark when the range spans less than a decade, so it still has labels).
+type msTicks struct{}
+
+// Ticks returns the marks in [lo, hi] (lo > 0).
+func (msTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for dec := math.Pow10(int(math.Floor(math.Log10(lo)))); dec <= hi; dec *= 10 {
+		for i := 1; i < 10; i++ {
+			v := float64(i) * dec
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if i == 1 || i == 2 || i == 5 || hi < 10*lo {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }

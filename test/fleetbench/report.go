@@ -150,6 +150,19 @@ func WriteJSON(path string, r Report) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
+// ReadJSON reads a report WriteJSON wrote.
+func ReadJSON(path string) (Report, error) {
+	var r Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("fleetbench: %s: %w", path, err)
+	}
+	return r, nil
+}
+
 // WriteTable prints one line per cell: workload, policy, replicas, ok/sent, TTFT
 // p50/p90/p99 and E2E p50/p99 in ms, req/s, output tok/s, hit rate, prefill and decode
 // imbalance, errors, recomputes.

@@ -99,6 +99,8 @@ See docs/fleet-bench.md.`,
 	f.IntVar(&c.Sim.BlockSize, "block-size", c.Sim.BlockSize, "smg-sim --block-size, tokens per KV block (0: the simulator's default)")
 	f.IntVar(&c.Sim.KVCacheBlocks, "kv-cache-blocks", c.Sim.KVCacheBlocks, "smg-sim --kv-cache-blocks, KV blocks per simulator (0: the simulator's default)")
 	f.Float64Var(&c.Sim.PrefillTokensPerS, "prefill-tokens-per-s", c.Sim.PrefillTokensPerS, "smg-sim --prefill-tokens-per-s, uncached prompt tokens per second")
+	f.Float64Var(&c.Sim.PrefillFixedMS, "prefill-fixed-ms", c.Sim.PrefillFixedMS, "smg-sim --prefill-fixed-ms, fixed cost of every prefill, milliseconds")
+	f.Float64Var(&c.Sim.KVTransferMSPerBlock, "kv-transfer-ms-per-block", c.Sim.KVTransferMSPerBlock, "smg-sim --kv-transfer-ms-per-block on the decodes, milliseconds")
 	f.Float64Var(&c.Sim.ITLms, "itl-ms", c.Sim.ITLms, "decode inter-token latency, milliseconds")
 	f.Float64Var(&c.Sim.ITLPerRunningms, "itl-per-running-ms", c.Sim.ITLPerRunningms, "extra decode inter-token latency per running request, milliseconds")
 	f.IntVar(&c.Sim.PrefillMaxRunning, "prefill-max-running", c.Sim.PrefillMaxRunning, "prefill --max-running (requests computing at once)")

@@ -24,14 +24,17 @@ type FleetSpec struct {
 	// BinDir holds smg and smg-sim.
 	BinDir string
 	// Engine is sim.EngineVLLM (NIXL connector) or sim.EngineSGLang (bootstrap rooms).
-	Engine                  string
-	Prefills, Decodes       int
-	Replicas                int
-	Policy                  string
-	Sim                     SimKnobs
-	GatewayArgs             []string
-	StartTimeout            time.Duration
-	PrefillArgs, DecodeArgs []string
+	Engine string
+	// Prefills, Decodes and Replicas are the process counts (each >= 1).
+	Prefills, Decodes, Replicas int
+	// Policy is every gateway's --policy (bucket: the decode leg gets round_robin).
+	Policy string
+	// Sim are the simulators' timing and cache flags.
+	Sim SimKnobs
+	// GatewayArgs, PrefillArgs and DecodeArgs are extra flags per process kind.
+	GatewayArgs, PrefillArgs, DecodeArgs []string
+	// StartTimeout bounds each process's start and the workers becoming ready (default 30 s).
+	StartTimeout time.Duration
 }
 
 // Fleet is a running cell fleet; Close stops it (gateways, then simulators, then Redis).

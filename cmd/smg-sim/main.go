@@ -46,7 +46,8 @@ func (s seconds) Set(v string) error {
 func newCommand() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	cfg.Engine, cfg.Role = "", ""
-	var itlMS, itlPerRunningMS float64
+	var itlMS, itlPerRunningMS, prefillFixedMS, transferMSPerBlock float64
+	var prefixCache bool
 	var transport string
 	var g grpcFlags
 	cmd := &cobra.Command{
@@ -75,6 +76,8 @@ When ready it prints one line:
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ITL = time.Duration(itlMS * float64(time.Millisecond))
 			cfg.ITLPerRunning = time.Duration(itlPerRunningMS * float64(time.Millisecond))
+			cfg.PrefillFixed = time.Duration(prefillFixedMS * float64(time.Millisecond))
+			cfg.KVTransferPerBlock = time.Duration(transferMSPerBlock * float64(time.Millisecond))
 			if cfg.Engine == "" || cfg.Role == "" {
 				return fmt.Errorf("--engine and --role are required")
 			}
@@ -107,7 +110,18 @@ When ready it prints one line:
 	f.IntVar(&cfg.MoRIIOHandshakePort, "moriio-handshake-port", 6301, "MoRI-IO handshake_port listener (0 = pick a free port)")
 	f.IntVar(&cfg.MoRIIONotifyPort, "moriio-notify-port", 61005, "MoRI-IO notify_port listener (0 = pick a free port)")
 	f.Float64Var(&cfg.PrefillTokensPerS, "prefill-tokens-per-s", 0,
-		"prefill speed in uncached prompt tokens per second (0 = instant)")
+		"prefill speed in uncached prompt tokens per second, shared by concurrent prefills (0 = instant)")
+	f.Float64Var(&prefillFixedMS, "prefill-fixed-ms", 0, "fixed cost of every prefill computation, in milliseconds")
+	f.IntVar(&cfg.PrefillChunkTokens, "prefill-chunk-tokens", 0,
+		"per-step prefill token budget of the batching model, in tokens (0 = 2048; vLLM max_num_batched_tokens, SGLang chunked_prefill_size)")
+	f.Float64Var(&transferMSPerBlock, "kv-transfer-ms-per-block", 0,
+		"decode: time to receive one KV block through a handoff, in milliseconds, for blocks not already in its cache")
+	f.IntVar(&cfg.BlockSize, "block-size", 0,
+		"KV-cache block (page) size in tokens (0 = the engine's default: vLLM 16, SGLang 1; gRPC: also the reported page_size unless --page-size is set)")
+	f.IntVar(&cfg.KVCacheBlocks, "kv-cache-blocks", 0,
+		"KV-cache capacity in blocks (0 = 1048576 tokens' worth); unheld blocks are evicted LRU beyond it")
+	f.StringVar(&cfg.TokenizerPath, "tokenizer-path", "",
+		"directory with a HuggingFace tokenizer.json: HTTP sims tokenize text prompts with it (empty: one token per whitespace-separated word); gRPC: the directory GetTokenizer zips")
 	f.Float64Var(&itlMS, "itl-ms", 0, "inter-token latency per output token, in milliseconds")
 	f.Float64Var(&itlPerRunningMS, "itl-per-running-ms", 0,
 		"extra inter-token latency per running request, in milliseconds (ITL = itl-ms + this × running)")
@@ -116,7 +130,8 @@ When ready it prints one line:
 	f.Var(seconds{&cfg.HandoffTimeout}, "handoff-timeout",
 		"how long a leg waits for its peer and unconsumed KV is kept (duration like 300ms/30s, or seconds; SGLang's own is 300s)")
 	f.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens; longer prompts, and max_tokens beyond what is left of it, get the engine's 400")
-	f.BoolVar(&cfg.PrefixCache, "prefix-cache", false, "a prefill reports an exact repeat of a prompt as cached (all but its last token)")
+	f.BoolVar(&prefixCache, "prefix-cache", false, "no effect: every instance has a prefix-caching KV cache")
+	_ = f.MarkDeprecated("prefix-cache", "the KV-cache model is always on (see --block-size, --kv-cache-blocks)")
 	f.IntVar(&cfg.MaxRunningRequests, "max-running-requests", cfg.MaxRunningRequests,
 		"max_running_requests reported by SGLang /get_server_info and /server_info, in requests")
 	f.StringArrayVar(&cfg.Faults, "fault", nil,

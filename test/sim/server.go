@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/smg-go/smg/test/sim/compute"
+	"github.com/smg-go/smg/test/sim/kvcache"
 )
 
 // Server is one running simulated engine instance. Its methods are safe for concurrent use.
@@ -39,15 +43,15 @@ type Server struct {
 	rv        *rendezvous
 	nixl      *nixlStore
 	mori      *nixlStore // MoRI-IO READ blocks, keyed by transfer_id
-	slots     chan struct{}
+	eng       *compute.Engine
+	kv        *kvcache.Cache
+	tok       tokenizer
 	transport *http.Transport
 	client    *http.Client
 	seq       atomic.Uint64
 	pushes    atomic.Int64 // MoRI-IO WRITE pushes in flight
 	closeOnce sync.Once
 	closeErr  error
-	// seen holds the digests of prompts computed (Config.PrefixCache).
-	seen sync.Map
 }
 
 func randomID() string { return uuid.NewString() }
@@ -65,8 +69,13 @@ func Start(cfg Config) (*Server, error) {
 		fl, _ := ParseFault(f)
 		s.faults = append(s.faults, fl)
 	}
-	if cfg.MaxRunning > 0 {
-		s.slots = make(chan struct{}, cfg.MaxRunning)
+	s.eng = compute.New(compute.Config{MaxRunning: cfg.MaxRunning, PrefillTokensPerS: cfg.PrefillTokensPerS,
+		PrefillFixed: cfg.PrefillFixed, ChunkTokens: cfg.PrefillChunkTokens, TransferPerBlock: cfg.KVTransferPerBlock})
+	if s.kv, err = kvcache.New(kvcache.Config{BlockSize: cfg.BlockSize, Blocks: cfg.KVCacheBlocks, Sink: cfg.KVEventSink}); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if s.tok, err = loadTokenizer(cfg.TokenizerPath); err != nil {
+		return nil, err
 	}
 	s.transport = &http.Transport{
 		Proxy:               nil,
@@ -160,11 +169,26 @@ func (s *Server) EngineID() string { return s.cfg.EngineID }
 func (s *Server) Config() Config { return s.cfg }
 
 // Stats returns the counters, the same numbers as GET /sim/stats.
-func (s *Server) Stats() Stats { return s.c.snapshot() }
+func (s *Server) Stats() Stats {
+	st := s.c.snapshot()
+	kv := s.kv.Stats()
+	st.Waiting = s.eng.Waiting()
+	st.PromptTokens, st.CachedTokens, st.EvictedBlocks, st.KVCacheBlocksUsed = kv.PromptTokens, kv.CachedTokens, kv.EvictedBlocks, kv.BlocksUsed
+	st.QueueMS, st.BusyMS = s.eng.QueueMS(), s.eng.BusyMS()
+	return st
+}
 
 // Reset zeroes the counters, like POST /sim/reset. Running and Waiting stay live gauges and
 // MaxRunningSeen restarts from the current Running.
-func (s *Server) Reset() { s.c.reset() }
+func (s *Server) Reset() {
+	s.c.reset()
+	s.kv.ResetCounters()
+	s.eng.Reset()
+}
+
+// FlushCache drops every cached KV block (SGLang POST /flush_cache, vLLM POST
+// /reset_prefix_cache), publishing AllBlocksCleared to Config.KVEventSink.
+func (s *Server) FlushCache() { s.kv.Clear() }
 
 // PendingHandoffs is the number of rooms, transfers, NIXL and MoRI-IO block sets currently
 // held and MoRI-IO WRITE pushes in flight (0 once every handoff has completed or expired,

@@ -27,7 +27,7 @@ func TestFleetBenchEndToEnd(t *testing.T) {
 	shape := fleetbench.DefaultShape()
 	shape.Scale, shape.Prefixes, shape.MaxTokens = 0.05, 2, 4 // two 150-token prefixes: the third request repeats one
 	knobs := fleetbench.DefaultKnobs()
-	knobs.ITLms, knobs.PrefillTokensPerS, knobs.PrefillFixedMS = 1, 0, 0
+	knobs.ITLms, knobs.PrefillTokensPerS, knobs.PrefillFixedMS = 1, 0, 5 // every prefill computes 5 ms: busy_ms > 0
 	const n = 6
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

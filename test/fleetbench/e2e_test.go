@@ -34,7 +34,10 @@ func TestFleetBenchEndToEnd(t *testing.T) {
 	rep, err := fleetbench.Run(ctx, fleetbench.Config{BinDir: bin, Engine: "vllm", Prefills: 1, Decodes: 1,
 		Policies: []string{"round_robin"}, Replicas: []int{1}, Workloads: []string{fleetbench.SharedPrefix},
 		Rate: 50, Requests: n, Duration: 30 * time.Second, RequestTimeout: 30 * time.Second, Seed: 1,
-		Shape: shape, Sim: knobs, Log: &log})
+		Shape: shape, Sim: knobs, Log: &log,
+		// The decode's blocks are larger than any prompt, so it caches nothing: its
+		// cached_tokens (0) cannot stand in for the prefill's.
+		DecodeArgs: []string{"--block-size", "1024"}})
 	require.NoError(t, err, log.String())
 	require.Len(t, rep.Cells, 1)
 	c := rep.Cells[0]
@@ -84,4 +87,5 @@ func TestFleetBenchEndToEnd(t *testing.T) {
 	assert.Positive(t, c.CacheHitRate, "a repeated prefix is a cache hit")
 	assert.Less(t, c.CacheHitRate, 1.0)
 	assert.Equal(t, 1.0, c.PrefillImbalance, "one prefill is perfectly balanced")
+	assert.Zero(t, decode.CachedTokens)
 }

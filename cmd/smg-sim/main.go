@@ -43,6 +43,13 @@ func (s seconds) Set(v string) error {
 	return nil
 }
 
+// runFn and runGRPCFn start the simulator the flags describe (replaced by tests that check
+// the flags' mapping).
+var (
+	runFn     = run
+	runGRPCFn = runGRPC
+)
+
 func newCommand() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	cfg.Engine, cfg.Role = "", ""
@@ -83,7 +90,7 @@ When ready it prints one line:
 			}
 			switch transport {
 			case "grpc":
-				return runGRPC(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
+				return runGRPCFn(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
 			case "http":
 			default:
 				return fmt.Errorf("--transport %q: want http or grpc", transport)
@@ -91,7 +98,7 @@ When ready it prints one line:
 			if cfg.Engine == "tokenspeed" {
 				return fmt.Errorf("--engine tokenspeed is gRPC-only: add --transport grpc")
 			}
-			return run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return runFn(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/domain/text/texttest"
 	"github.com/smg-go/smg/test/sim"
 	"github.com/smg-go/smg/test/sim/kvcache"
 )
@@ -119,4 +120,25 @@ func TestEvictionShowsInStats(t *testing.T) {
 	assert.Equal(t, 0, gen(a), "a was the least recently used: evicted")
 	r := post(s.URL()+"/v1/completions", map[string]any{"prompt": words(0, 17), "max_tokens": 1})
 	assert.Equal(t, http.StatusBadRequest, r.status, "a prompt larger than the cache: %s", r.body)
+}
+
+// With --tokenizer-path the HTTP simulator counts a text prompt in the real tokenizer's ids
+// (the gateway's own loader), and a prompt that extends another hits its full blocks.
+func TestTokenizerPathTokenizesWithTheRealTokenizer(t *testing.T) {
+	t.Parallel()
+	dir := texttest.Dir(t, texttest.Llama2)
+	tok := texttest.Tokenizer(t, texttest.Llama2)
+	s := start(t, cfgOf(sim.EngineVLLM, sim.RolePrefill, func(c *sim.Config) { c.TokenizerPath = dir; c.BlockSize = 4 }))
+	base := "The quick brown fox jumps over the lazy dog, and then it runs far away into the forest"
+	n := len(tok.Encode(base, false))
+	require.NotEqual(t, sim.PromptTokens(base), n, "the real count differs from the stand-in's")
+	first := parseCompl(t, post(s.URL()+"/v1/completions", map[string]any{"prompt": base, "max_tokens": 1}))
+	assert.Equal(t, n, first.Usage.PromptTokens)
+	ext := base + " where nobody ever finds it again."
+	second := parseCompl(t, post(s.URL()+"/v1/completions", map[string]any{"prompt": ext, "max_tokens": 1}))
+	assert.Equal(t, len(tok.Encode(ext, false)), second.Usage.PromptTokens)
+	assert.Equal(t, (n-1)/4*4, second.Usage.PromptTokensDetails.CachedTokens, "the shared prefix's full blocks (the base's last token may merge differently)")
+
+	_, err := sim.Start(cfgOf(sim.EngineVLLM, sim.RolePrefill, func(c *sim.Config) { c.TokenizerPath = t.TempDir() }))
+	assert.ErrorContains(t, err, "tokenizer.json")
 }

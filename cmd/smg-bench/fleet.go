@@ -12,7 +12,7 @@ import (
 )
 
 func newFleet() *cobra.Command {
-	c := fleetbench.Config{BinDir: "bin", Engine: sim.EngineVLLM, Prefills: 4, Decodes: 4, Rate: 8, Requests: 200,
+	c := fleetbench.Config{BinDir: "bin", Engine: sim.EngineVLLM, Transport: fleetbench.TransportHTTP, Prefills: 4, Decodes: 4, Rate: 8, Requests: 200,
 		Duration: 60 * time.Second, RequestTimeout: 120 * time.Second, Seed: 1, Shape: fleetbench.DefaultShape(), Sim: fleetbench.DefaultKnobs()}
 	var (
 		policies, replicas, workloads string
@@ -24,7 +24,7 @@ func newFleet() *cobra.Command {
 		Short: "Measure what routing does to a simulated fleet's TTFT, throughput, cache hits and balance",
 		Long: `fleet runs every --policy × --replicas × --workload cell on a fresh loopback fleet: --prefills
 prefill and --decodes decode smg-sim processes with a KV-cache model (HTTP vLLM NIXL by default,
---engine sglang for bootstrap rooms) and N smg gateway replicas (N > 1 share a redis-server the
+--engine sglang for bootstrap rooms; --transport grpc for the engines' gRPC services) and N smg gateway replicas (N > 1 share a redis-server the
 bench starts on a free loopback port). It sends open-loop Poisson arrivals at --rate of
 streaming chat completions, spread round-robin over the replicas, at most --requests per cell
 and none after --duration, and prints per cell: TTFT p50/p90/p99 (first content chunk), e2e
@@ -57,13 +57,18 @@ See docs/fleet-bench.md.`,
 			if c.Workloads, err = fleetbench.ParseWorkloads(workloads); err != nil {
 				return err
 			}
+			if c.Transport == fleetbench.TransportGRPC && c.TokenizerPath == "" {
+				if c.TokenizerPath = fleetbench.FindTokenizer(); c.TokenizerPath == "" {
+					return errors.New("--transport grpc: no tokenizer (run `make fixtures`, or give --tokenizer-path)")
+				}
+			}
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if err := fleetbench.EnsureBinaries(c.BinDir, rebuild, errOut); err != nil {
 				return err
 			}
 			c.Log = errOut
-			fmt.Fprintf(out, "smg-bench fleet: %s; %dP+%dD %s; %g req/s, %d requests or %s per cell; seed %d\n",
-				fleetbench.Machine(), c.Prefills, c.Decodes, c.Engine, c.Rate, c.Requests, c.Duration, c.Seed)
+			fmt.Fprintf(out, "smg-bench fleet: %s; %dP+%dD %s over %s; %g req/s, %d requests or %s per cell; seed %d\n",
+				fleetbench.Machine(), c.Prefills, c.Decodes, c.Engine, c.Transport, c.Rate, c.Requests, c.Duration, c.Seed)
 			start := time.Now()
 			rep, runErr := fleetbench.Run(cmd.Context(), c)
 			fleetbench.WriteTable(out, rep.Cells)
@@ -84,6 +89,8 @@ See docs/fleet-bench.md.`,
 	f.StringVar(&c.BinDir, "bin", c.BinDir, "directory holding smg and smg-sim (built there with `go build` when missing)")
 	f.BoolVar(&rebuild, "build", false, "rebuild smg and smg-sim into --bin first")
 	f.StringVar(&c.Engine, "engine", c.Engine, `simulated engine over HTTP: "vllm" (NIXL kv_transfer_params) or "sglang" (bootstrap rooms)`)
+	f.StringVar(&c.Transport, "transport", c.Transport, `"http" or "grpc" (the engines' gRPC services; the simulators serve --tokenizer-path to the gateway)`)
+	f.StringVar(&c.TokenizerPath, "tokenizer-path", "", "gRPC: tokenizer directory the simulators serve (default: the Qwen3 fixture of `make fixtures`)")
 	f.IntVar(&c.Prefills, "prefills", c.Prefills, "prefill simulators")
 	f.IntVar(&c.Decodes, "decodes", c.Decodes, "decode simulators")
 	f.StringVar(&policies, "policy", "cache_aware,round_robin", "comma list of gateway policies (see `smg launch --help`), or all")

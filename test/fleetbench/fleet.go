@@ -18,13 +18,17 @@ import (
 )
 
 // FleetSpec is one cell's fleet: Prefills prefill and Decodes decode smg-sim processes of
-// Engine over HTTP, and Replicas smg gateways routing with Policy (sharing a redis-server
-// this package starts when Replicas > 1).
+// Engine over Transport, and Replicas smg gateways routing with Policy (sharing a
+// redis-server this package starts when Replicas > 1).
 type FleetSpec struct {
 	// BinDir holds smg and smg-sim.
 	BinDir string
 	// Engine is sim.EngineVLLM (NIXL connector) or sim.EngineSGLang (bootstrap rooms).
 	Engine string
+	// Transport is TransportHTTP (default) or TransportGRPC (the engines' gRPC services; the
+	// simulators serve TokenizerPath and the gateway loads it from them).
+	Transport     string
+	TokenizerPath string
 	// Prefills, Decodes and Replicas are the process counts (each >= 1).
 	Prefills, Decodes, Replicas int
 	// Policy is every gateway's --policy (bucket: the decode leg gets round_robin).
@@ -39,7 +43,7 @@ type FleetSpec struct {
 
 // Fleet is a running cell fleet; Close stops it (gateways, then simulators, then Redis).
 type Fleet struct {
-	Prefills, Decodes []*load.Sim
+	Prefills, Decodes []*Sim
 	Gateways          []*load.Process
 	// GatewayURLs are the replicas' http://127.0.0.1:PORT, in start order.
 	GatewayURLs []string
@@ -49,8 +53,23 @@ type Fleet struct {
 	dir      string
 }
 
+// Transports (FleetSpec.Transport).
+const (
+	TransportHTTP = "http"
+	TransportGRPC = "grpc"
+)
+
+// Sim is one running smg-sim process.
+type Sim struct {
+	*load.Process
+	// URL is its http:// or grpc:// address; StatsURL serves /sim/stats (URL over HTTP).
+	URL, StatsURL string
+	// BootstrapPort is its bootstrap (KV side channel) port, 0 when it has none.
+	BootstrapPort int
+}
+
 var (
-	simReady     = regexp.MustCompile(`listening on (http://\S+) bootstrap=(\d+)`)
+	simReady     = regexp.MustCompile(`listening on ((?:http|grpc)://\S+) bootstrap=(\d+)(?: stats=(http://\S+))?`)
 	gatewayReady = regexp.MustCompile(`smg listening.*"addr":"([^"]+)"`)
 	redisReady   = regexp.MustCompile(`[Rr]eady to accept connections`)
 )
@@ -61,6 +80,15 @@ var (
 func StartFleet(ctx context.Context, s FleetSpec) (*Fleet, error) {
 	if s.Engine != sim.EngineSGLang && s.Engine != sim.EngineVLLM {
 		return nil, fmt.Errorf("fleetbench: engine must be %q or %q, got %q", sim.EngineSGLang, sim.EngineVLLM, s.Engine)
+	}
+	if s.Transport == "" {
+		s.Transport = TransportHTTP
+	}
+	if s.Transport != TransportHTTP && s.Transport != TransportGRPC {
+		return nil, fmt.Errorf("fleetbench: transport must be %q or %q, got %q", TransportHTTP, TransportGRPC, s.Transport)
+	}
+	if s.Transport == TransportGRPC && s.TokenizerPath == "" {
+		return nil, fmt.Errorf("fleetbench: the gRPC transport needs a tokenizer directory (make fixtures, or --tokenizer-path)")
 	}
 	if s.Prefills < 1 || s.Decodes < 1 || s.Replicas < 1 {
 		return nil, fmt.Errorf("fleetbench: need at least one prefill, decode and replica, got %d, %d, %d", s.Prefills, s.Decodes, s.Replicas)
@@ -81,20 +109,20 @@ func StartFleet(ctx context.Context, s FleetSpec) (*Fleet, error) {
 	}()
 	simBin := filepath.Join(s.BinDir, "smg-sim")
 	for i := range s.Prefills {
-		p, err := startSim(simBin, s.Engine, sim.RolePrefill, i, append(s.Sim.args(sim.RolePrefill), s.PrefillArgs...), s.StartTimeout)
+		p, err := startSim(simBin, s, sim.RolePrefill, i, append(s.Sim.args(sim.RolePrefill), s.PrefillArgs...))
 		if err != nil {
 			return nil, err
 		}
 		f.Prefills = append(f.Prefills, p)
 	}
 	for i := range s.Decodes {
-		d, err := startSim(simBin, s.Engine, sim.RoleDecode, i, append(s.Sim.args(sim.RoleDecode), s.DecodeArgs...), s.StartTimeout)
+		d, err := startSim(simBin, s, sim.RoleDecode, i, append(s.Sim.args(sim.RoleDecode), s.DecodeArgs...))
 		if err != nil {
 			return nil, err
 		}
 		f.Decodes = append(f.Decodes, d)
 	}
-	workersFile, err := f.writeWorkersFile(s.Engine)
+	workersFile, err := f.writeWorkersFile(s.Engine, s.Transport)
 	if err != nil {
 		return nil, err
 	}
@@ -134,39 +162,52 @@ func StartFleet(ctx context.Context, s FleetSpec) (*Fleet, error) {
 	return f, nil
 }
 
-func startSim(bin, engine, role string, i int, extra []string, timeout time.Duration) (*load.Sim, error) {
-	args := []string{"--engine", engine, "--role", role, "--host", "127.0.0.1", "--port", "0"}
-	if engine == sim.EngineSGLang && role == sim.RolePrefill {
+func startSim(bin string, s FleetSpec, role string, i int, extra []string) (*Sim, error) {
+	args := []string{"--transport", s.Transport, "--engine", s.Engine, "--role", role, "--host", "127.0.0.1", "--port", "0"}
+	if s.Engine == sim.EngineSGLang && role == sim.RolePrefill {
 		args = append(args, "--bootstrap-port", "0")
 	}
-	if engine == sim.EngineVLLM {
+	if s.Engine == sim.EngineVLLM {
 		args = append(args, "--kv-connector", sim.ConnectorNixl)
 	}
-	p, m, err := load.StartProcess(fmt.Sprintf("%s %s %d", engine, role, i), bin, append(args, extra...), nil, simReady, timeout)
+	if s.Transport == TransportGRPC {
+		args = append(args, "--stats-port", "0", "--tokenizer-path", s.TokenizerPath)
+	}
+	p, m, err := load.StartProcess(fmt.Sprintf("%s %s %s %d", s.Transport, s.Engine, role, i), bin, append(args, extra...), nil, simReady, s.StartTimeout)
 	if err != nil {
 		return nil, err
 	}
 	bp, _ := strconv.Atoi(m[2])
-	return &load.Sim{Process: p, URL: m[1], BootstrapPort: bp}, nil
+	st := m[3]
+	if st == "" {
+		st = m[1]
+	}
+	return &Sim{Process: p, URL: m[1], StatsURL: st, BootstrapPort: bp}, nil
 }
 
 // writeWorkersFile writes the `smg launch --workers-file` JSON list of every simulator:
-// POST /workers bodies with worker_type, and kv_connector NixlConnector (vLLM) or the
-// prefill's bootstrap_port (SGLang).
-func (f *Fleet) writeWorkersFile(engine string) (string, error) {
+// POST /workers bodies with worker_type, and kv_connector NixlConnector (HTTP vLLM; a gRPC
+// vLLM servicer reports its own) or the prefill's bootstrap_port (SGLang); runtime_type for
+// gRPC workers.
+func (f *Fleet) writeWorkersFile(engine, transport string) (string, error) {
 	type entry struct {
 		URL           string `json:"url"`
 		WorkerType    string `json:"worker_type"`
+		RuntimeType   string `json:"runtime_type,omitempty"`
 		KVConnector   string `json:"kv_connector,omitempty"`
 		BootstrapPort *int   `json:"bootstrap_port,omitempty"`
 	}
 	var list []entry
-	for role, sims := range map[string][]*load.Sim{sim.RolePrefill: f.Prefills, sim.RoleDecode: f.Decodes} {
+	for role, sims := range map[string][]*Sim{sim.RolePrefill: f.Prefills, sim.RoleDecode: f.Decodes} {
 		for _, s := range sims {
 			e := entry{URL: s.URL, WorkerType: role}
-			if engine == sim.EngineVLLM {
+			if transport == TransportGRPC {
+				e.RuntimeType = engine
+			}
+			switch {
+			case engine == sim.EngineVLLM && transport == TransportHTTP:
 				e.KVConnector = "NixlConnector"
-			} else if role == sim.RolePrefill {
+			case engine == sim.EngineSGLang && role == sim.RolePrefill:
 				bp := s.BootstrapPort
 				e.BootstrapPort = &bp
 			}
@@ -266,7 +307,7 @@ func (f *Fleet) Close() {
 	for _, g := range f.Gateways {
 		g.Stop(5 * time.Second)
 	}
-	for _, s := range append(append([]*load.Sim(nil), f.Prefills...), f.Decodes...) {
+	for _, s := range append(append([]*Sim(nil), f.Prefills...), f.Decodes...) {
 		s.Stop(3 * time.Second)
 	}
 	if f.redis != nil {

@@ -130,6 +130,7 @@ type Report struct {
 // Setup is what every cell of a report shares.
 type Setup struct {
 	Engine      string   `json:"engine"`
+	Transport   string   `json:"transport"`
 	Prefills    int      `json:"prefills"`
 	Decodes     int      `json:"decodes"`
 	Rate        float64  `json:"rate"`

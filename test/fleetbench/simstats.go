@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/smg-go/smg/test/load"
 )
 
 // WorkerStats is one simulator's GET /sim/stats at the end of a cell (the simulator's own
@@ -44,11 +42,11 @@ func fetchStats(ctx context.Context, f *Fleet) ([]WorkerStats, error) {
 	var out []WorkerStats
 	for _, g := range []struct {
 		role string
-		sims []*load.Sim
+		sims []*Sim
 	}{{"prefill", f.Prefills}, {"decode", f.Decodes}} {
 		for _, s := range g.sims {
 			var raw map[string]json.RawMessage
-			if err := getJSON(ctx, hc, s.URL+"/sim/stats", &raw); err != nil {
+			if err := getJSON(ctx, hc, s.StatsURL+"/sim/stats", &raw); err != nil {
 				return nil, fmt.Errorf("fleetbench: %s stats: %w", g.role, err)
 			}
 			b, _ := json.Marshal(raw)

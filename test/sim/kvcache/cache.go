@@ -114,6 +114,7 @@ func (c *Cache) Acquire(ctx context.Context, ids []uint32, extraKey int64) (*Lea
 		return nil, fmt.Errorf("%w: %d tokens need %d blocks of %d tokens, the cache holds %d", ErrTooLarge, len(ids), total, c.bs, c.capacity)
 	}
 	l := &Lease{c: c, ids: ids, extra: extraKey, hashes: BlockHashes(nil, ids, c.bs, extraKey)}
+	l.held = make([]*block, 0, len(l.hashes))
 	maxHit := 0
 	if len(ids) > 0 {
 		maxHit = min(len(l.hashes), (len(ids)-1)/c.bs)
@@ -121,29 +122,28 @@ func (c *Cache) Acquire(ctx context.Context, ids []uint32, extraKey int64) (*Lea
 	var waitStart time.Time
 	for {
 		c.mu.Lock()
-		hit := 0
-		for hit < maxHit {
-			if _, ok := c.table[l.hashes[hit]]; !ok {
+		matched := l.held[:0]
+		evictable := c.lru.n
+		for len(matched) < maxHit {
+			b, ok := c.table[l.hashes[len(matched)]]
+			if !ok {
 				break
 			}
-			hit++
-		}
-		need := total - hit
-		evictable := c.lru.n
-		for _, h := range l.hashes[:hit] {
-			if b := c.table[h]; b.refs == 0 {
+			if b.refs == 0 {
 				evictable-- // about to be held
 			}
+			matched = append(matched, b)
 		}
+		hit := len(matched)
+		need := total - hit
 		if c.capacity-c.used+evictable >= need {
-			for _, h := range l.hashes[:hit] {
-				b := c.table[h]
+			for _, b := range matched {
 				if b.refs == 0 {
 					c.lru.remove(b)
 				}
 				b.refs++
-				l.held = append(l.held, b)
 			}
+			l.held = matched
 			var removed []uint64
 			for c.capacity-c.used < need {
 				b := c.lru.front()

@@ -13,7 +13,7 @@ var _ dispatch.RoutingTokenizer = (*Pipeline)(nil)
 // RoutingTokens are the prompt token ids of a single-prompt chat, messages, responses,
 // completions or /generate request, computed as prepare does (chat template, add_special_tokens
 // false), for cache_aware to match against the engines' KV events before selection. nil
-// when the body names no model, the model's tokenizer is not loaded yet (the first
+// when the body names no model, a text prompt's tokenizer is not loaded yet (the first
 // requests of a model route approximately while prepare loads it), the request is a
 // batch, or anything fails: prepare reports the error on the attempt. The prompt is
 // tokenized again by prepare on the selected pair.
@@ -21,6 +21,19 @@ func (pl *Pipeline) RoutingTokens(rq *handoff.Request) []uint32 {
 	var b clientBody
 	if json.Unmarshal(rq.Body.Bytes(), &b) != nil || b.Model == "" {
 		return nil
+	}
+	switch rq.Route {
+	case handoff.RouteCompletions:
+		if ps, batch, ok := idList(b.Prompt); ok {
+			if batch {
+				return nil
+			}
+			return ps[0].ids
+		}
+	case handoff.RouteGenerate:
+		if len(b.InputIDs) > 0 {
+			return b.InputIDs
+		}
 	}
 	m := pl.text.Loaded(b.Model)
 	if m == nil {
@@ -51,17 +64,8 @@ func (pl *Pipeline) RoutingTokens(rq *handoff.Request) []uint32 {
 		}
 		return ids
 	case handoff.RouteCompletions:
-		if ps, batch, ok := idList(b.Prompt); ok {
-			if batch {
-				return nil
-			}
-			return ps[0].ids
-		}
 		return single(m, b.Prompt)
 	case handoff.RouteGenerate:
-		if len(b.InputIDs) > 0 {
-			return b.InputIDs
-		}
 		return single(m, b.Text)
 	}
 	return nil

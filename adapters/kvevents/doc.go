@@ -16,9 +16,9 @@
 // simulator's publisher.
 //
 // Each subscriber exposes Health (connected, last sequence, gaps, replays, resets,
-// decode errors, lag, idle time) for metrics and smg doctor. Nothing here is wired into
-// the gateway yet: the app layer will start one subscriber per worker that offers events,
-// with a kvindex.WorkerSink as its sink, stop it and call Index.RemoveWorker when the
-// worker goes, and let cache_aware use the index for workers whose Health is live (see
-// domain/kvindex's package doc).
+// decode errors, lag, idle time) for metrics and smg doctor. app/kvroute starts one gRPC
+// subscriber per grpc:// worker with a kvindex.WorkerSink as its sink, stops it and calls
+// Index.RemoveWorker when the worker goes, and lets cache_aware use the index for workers
+// whose Health is live. The ZMQ subscriber is not wired yet (HTTP workers need the
+// prompt's token ids before selection).
 package kvevents

@@ -26,12 +26,13 @@
 // root and ages out. An entry of a block no other worker holds costs about 210 bytes
 // (BenchmarkMemoryPerEntry); a block several workers hold costs less per entry.
 //
-// # How it feeds cache_aware (not wired yet)
+// # How it feeds cache_aware
 //
-// An app-level sink per subscription (adapters/kvevents) calls ApplyBatch with the
-// worker's id and model, Reset on a subscriber reset, and RemoveWorker when the registry
-// drops the worker. cache_aware, for a request whose token ids are known, calls Match and
+// app/kvroute runs it for gRPC workers: a sink per subscription (adapters/kvevents)
+// calls ApplyBatch with the worker's URL and model, Reset on a subscriber reset, and
+// RemoveWorker when the registry drops the worker. cache_aware, for a request whose token ids are known, calls Match and
 // takes Hit.Tokens() of each candidate as its matched prefix for workers whose stream is
 // live (kvevents Health), falling back to the approximate tree for the others; the score
-// combines matched blocks with load in the cost model that policy will document.
+// combines the matched share with load in the cost model domain/policy documents
+// (CacheAware.selectKV).
 package kvindex

@@ -76,10 +76,11 @@ type Deps struct {
 	Retries RetryRecorder
 	// NeedsText reports whether a leg's policy reads the routing text (cache_aware, bucket).
 	NeedsText bool
-	// NeedsTokenIDs reports whether a leg's policy scores gRPC requests by their token ids
-	// (cache_aware with KV-event routing): the gRPC pipeline, when it is a RoutingTokenizer,
-	// tokenizes before selection.
-	NeedsTokenIDs bool
+	// NeedsTokenIDs, when set, reports (per request, cheaply) whether a leg's policy would
+	// score this request by its token ids (cache_aware with KV-event routing and at least one
+	// worker subscribed): the gRPC pipeline, when it is a RoutingTokenizer, then tokenizes
+	// before selection. nil: never.
+	NeedsTokenIDs func() bool
 	Logger        *slog.Logger
 	// NewUUID mints request ids and Mooncake transfer ids; nil uses UUIDv7.
 	NewUUID func() string
@@ -99,7 +100,7 @@ type Dispatcher struct {
 	outcomes  OutcomeRecorder
 	retries   RetryRecorder
 	needsText bool
-	needsIDs  bool
+	needsIDs  func() bool
 	log       *slog.Logger
 	newUUID   func() string
 	grpc      GRPCPipeline
@@ -186,7 +187,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}
-		if rt, ok := d.grpc.(RoutingTokenizer); ok && d.needsIDs {
+		if rt, ok := d.grpc.(RoutingTokenizer); ok && d.needsIDs != nil && d.needsIDs() {
 			preq.TokenIDs = rt.RoutingTokens(rq)
 		}
 		hdr := d.legHeaders(r.Header)

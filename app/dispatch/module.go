@@ -108,7 +108,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 	traced := in.Watchdog.WrapEngine(telemetry.TraceLegs(engine, in.Tracer))
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
 		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(),
-		NeedsTokenIDs: in.KV != nil && (pp.Name() == wire.PolicyCacheAware || dp.Name() == wire.PolicyCacheAware), Logger: log})
+		NeedsTokenIDs: needsTokenIDs(in.KV, pp, dp), Logger: log})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{
@@ -123,6 +123,19 @@ func newModule(in moduleIn) (moduleOut, error) {
 		},
 	})
 	return moduleOut{Dispatcher: d, Selector: sel, Routes: Guard(d.Routes(), in.Config.APIKey, in.Config.RequestIDHeaders)}, nil
+}
+
+// needsTokenIDs is Deps.NeedsTokenIDs: with a KV-event view and cache_aware on a leg, true
+// while the view has any subscription (when it can tell: an Active method), so fleets
+// without gRPC workers never pay for the early tokenization.
+func needsTokenIDs(kv policy.KVPrefixes, pp, dp policy.Policy) func() bool {
+	if kv == nil || (pp.Name() != wire.PolicyCacheAware && dp.Name() != wire.PolicyCacheAware) {
+		return nil
+	}
+	if a, ok := kv.(interface{ Active() bool }); ok {
+		return a.Active
+	}
+	return func() bool { return true }
 }
 
 // forgetRemovedWorkers drops a worker's per-policy state (cache_aware tree tenancy, hash

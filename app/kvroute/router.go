@@ -222,6 +222,14 @@ func (r *Router) Health(url string) (kvevents.Health, bool) {
 	return s.g.Health(), true
 }
 
+// Active reports whether any worker is subscribed (its stream may be down): the dispatcher
+// tokenizes before selection only then.
+func (r *Router) Active() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.subs) > 0
+}
+
 // Live reports whether url's stream is subscribed and connected.
 func (r *Router) Live(url string) bool {
 	h, ok := r.Health(url)

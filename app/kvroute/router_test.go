@@ -100,6 +100,7 @@ func TestUnimplementedLeavesTheWorkerNotLive(t *testing.T) {
 	require.NoError(t, store.Add(w))
 	require.Eventually(t, func() bool { h, ok := r.Health(w.URL); return ok && h.Disabled }, 5*time.Second, 5*time.Millisecond)
 	assert.False(t, r.Live(w.URL))
+	assert.True(t, r.Active())
 }
 
 func TestHTTPWorkersAreNotSubscribed(t *testing.T) {
@@ -109,4 +110,5 @@ func TestHTTPWorkersAreNotSubscribed(t *testing.T) {
 	require.NoError(t, store.Add(w))
 	_, ok := r.Health(w.URL)
 	assert.False(t, ok)
+	assert.False(t, r.Active(), "no subscription: the dispatcher does not tokenize early")
 }

@@ -62,6 +62,17 @@ bench-liveness: fixtures
 		./test/resilience/ ./test/grpcfleet/ > $(BIN)/bench-liveness.log 2>&1; status=$$?; \
 		grep -E '^(\||--- |ok|FAIL|panic)' $(BIN)/bench-liveness.log | awk '!(/^\|/ && seen[$$0]++)'; uptime; exit $$status
 
+## bench-fleet: routing on a simulated 4P+4D vLLM fleet (docs/fleet-bench.md): cache_aware and round_robin,
+## 1 and 4 gateway replicas, the shared-prefix workload; a few minutes. Table on stdout, report in
+## $(BIN)/fleet-bench.json, TTFT CDFs in $(BIN)/fleet-bench.svg. FLEET_ARGS adds or overrides flags.
+.PHONY: bench-fleet
+bench-fleet: build
+	$(GO) build -o $(BIN)/smg-bench ./cmd/smg-bench
+	@uptime
+	./$(BIN)/smg-bench fleet --bin $(BIN) --workload shared-prefix --policy cache_aware,round_robin --replicas 1,4 \
+		--json $(BIN)/fleet-bench.json --plot $(BIN)/fleet-bench.svg $(FLEET_ARGS)
+	@uptime
+
 ## soak: 20,000 requests (streamed, plain, rejected, broken, abandoned) through an in-process
 ## gateway and a simulated SGLang 2P+2D fleet; goroutines and heap must return to baseline
 .PHONY: soak

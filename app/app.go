@@ -24,6 +24,7 @@ import (
 	"github.com/smg-go/smg/app/discovery"
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/health"
+	"github.com/smg-go/smg/app/kvroute"
 	"github.com/smg-go/smg/app/pipeline"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/ports"
@@ -102,6 +103,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		pipeline.TextModule(),  // gRPC text pipeline: tokenizers, chat templates
 		pipeline.Module(),      // gRPC PD attempts, handed over by dispatch
 		pipeline.LoadsModule(), // smg_engine_pd_* from the gRPC workers' load reports
+		kvroute.Module(),       // --kv-events-routing: gRPC workers' KV events for cache_aware
 		dispatch.Module(),
 		resilienceModule(),
 		observabilityModule(),

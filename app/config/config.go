@@ -63,7 +63,20 @@ type Config struct {
 	LeastLoadDefaultThroughput float64 // --least-load-default-throughput, 2000
 	LeastLoadMeanPrefillTokens int     // --least-load-mean-prefill-tokens, 1024
 	LeastLoadMaxWaitingReqs    int     // --least-load-max-waiting-requests, 0
-	RoutingKeyHeaders          []string
+	// KVEventsRouting (--kv-events-routing, true): subscribe to every grpc:// worker's
+	// SubscribeKvEvents stream and let cache_aware score gRPC requests by the engines' own
+	// KV-cache view (app/kvroute); false keeps cache_aware on its approximate tree alone.
+	KVEventsRouting bool
+	// KVOverlapWeight (--kv-overlap-weight, 4): in-flight requests a worker holding the
+	// whole prompt's prefix is worth in cache_aware's event-driven cost model.
+	KVOverlapWeight float64
+	// KVSpeculativeTTL (--kv-speculative-ttl-secs, 2 s, fractions allowed): life of the entry recorded for a
+	// just-routed prompt before the worker's own events arrive; 0 = none.
+	KVSpeculativeTTL time.Duration
+	// KVIndexMaxBlocks (--kv-index-max-blocks, 1048576): bound on the KV-event index's
+	// (worker, block) entries.
+	KVIndexMaxBlocks  int
+	RoutingKeyHeaders []string
 
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
@@ -243,6 +256,10 @@ func Default() Config {
 		LeastLoadKVPressureWeight:  0.15,
 		LeastLoadDefaultThroughput: 2000,
 		LeastLoadMeanPrefillTokens: 1024,
+		KVEventsRouting:            true,
+		KVOverlapWeight:            4,
+		KVSpeculativeTTL:           2 * time.Second,
+		KVIndexMaxBlocks:           1 << 20,
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
 		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,

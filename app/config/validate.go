@@ -278,6 +278,12 @@ func (c Config) validatePolicyTuning() error {
 		}
 		return err
 	}
+	if c.KVSpeculativeTTL < 0 {
+		return bad("--kv-speculative-ttl-secs", "must be 0 (none) or more (got %s)", c.KVSpeculativeTTL)
+	}
+	if c.KVIndexMaxBlocks < 0 {
+		return bad("--kv-index-max-blocks", "must be 1 or more, or 0 for the default (got %d)", c.KVIndexMaxBlocks)
+	}
 	for _, h := range c.RoutingKeyHeaders {
 		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t:") {
 			return bad("--routing-key-headers", "%q is not a header name", h)

@@ -76,7 +76,12 @@ type Deps struct {
 	Retries RetryRecorder
 	// NeedsText reports whether a leg's policy reads the routing text (cache_aware, bucket).
 	NeedsText bool
-	Logger    *slog.Logger
+	// NeedsTokenIDs, when set, reports (per request, cheaply) whether a leg's policy would
+	// score this request by its token ids (cache_aware with KV-event routing and at least one
+	// worker subscribed): the gRPC pipeline, when it is a RoutingTokenizer, then tokenizes
+	// before selection. nil: never.
+	NeedsTokenIDs func() bool
+	Logger        *slog.Logger
 	// NewUUID mints request ids and Mooncake transfer ids; nil uses UUIDv7.
 	NewUUID func() string
 	// GRPC serves attempts whose selected pair has a gRPC leg (and count_tokens on a gRPC
@@ -95,6 +100,7 @@ type Dispatcher struct {
 	outcomes  OutcomeRecorder
 	retries   RetryRecorder
 	needsText bool
+	needsIDs  func() bool
 	log       *slog.Logger
 	newUUID   func() string
 	grpc      GRPCPipeline
@@ -114,7 +120,7 @@ func New(d Deps) *Dispatcher {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
-		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
+		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, needsIDs: d.NeedsTokenIDs, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
 		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait)}
 }
 
@@ -180,6 +186,9 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		preq := &policy.Request{Model: rq.Model, RoutingKey: d.routingKey(r.Header)}
 		if d.needsText {
 			preq.Text = rq.RoutingText()
+		}
+		if rt, ok := d.grpc.(RoutingTokenizer); ok && d.needsIDs != nil && d.needsIDs() {
+			preq.TokenIDs = rt.RoutingTokens(rq)
 		}
 		hdr := d.legHeaders(r.Header)
 		// The access log and RED series learn the model and endpoint. Both engines get the

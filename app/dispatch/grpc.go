@@ -22,6 +22,14 @@ type GRPCPipeline interface {
 	CountTokens(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p *worker.Live) error
 }
 
+// RoutingTokenizer is implemented by a GRPCPipeline that can give a request's prompt token
+// ids before selection (policy.Request.TokenIDs), for policies that match them against the
+// engines' KV events. nil when it cannot: the model's tokenizer is not loaded yet, a batch
+// or a body it does not tokenize. Called once per request, before the first attempt.
+type RoutingTokenizer interface {
+	RoutingTokens(rq *handoff.Request) []uint32
+}
+
 // LegFault is an attempt's failure blamed on worker w, for a GRPCPipeline: e is the client
 // error (e.Leg names the leg), status what w's breaker records (the leg's HTTP status; 0
 // with cause for a transport failure). The retry loop records it once and applies the

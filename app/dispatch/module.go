@@ -18,14 +18,16 @@ import (
 	"github.com/smg-go/smg/app/watchdog"
 	"github.com/smg-go/smg/domain/pairing"
 	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/ports"
 )
 
 // Policies builds the prefill and decode leg policies (one instance per leg, seed
 // "Per-Phase Policies"). Errors name the flag.
-func Policies(cfg config.Config, sticky policy.StickyStore, obs policy.Observer) (prefill, decode policy.Policy, err error) {
+// kv is cache_aware's KV-event view (nil: approximate tree only).
+func Policies(cfg config.Config, sticky policy.StickyStore, obs policy.Observer, kv policy.KVPrefixes) (prefill, decode policy.Policy, err error) {
 	o := cfg.PolicyOptions()
-	o.Sticky, o.Observer = sticky, obs
+	o.Sticky, o.Observer, o.KVPrefixes = sticky, obs, kv
 	if prefill, err = policy.New(cfg.PrefillPolicyName(), policy.LegPrefill, o); err != nil {
 		return nil, nil, fmt.Errorf("--prefill-policy: %w", err)
 	}
@@ -51,6 +53,8 @@ type moduleIn struct {
 	Log       *slog.Logger         `optional:"true"`
 	Tracer    trace.TracerProvider `optional:"true"`
 	Watchdog  *watchdog.Watchdog   `optional:"true"`
+	// KV is the KV-event view (app/kvroute), nil when --kv-events-routing is off.
+	KV policy.KVPrefixes `optional:"true"`
 }
 
 type moduleOut struct {
@@ -82,7 +86,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 		// apply --pd-pairing-mode (seed "EPD").
 		mode = pairing.ModeOff
 	}
-	pp, dp, err := Policies(in.Config, in.Sticky, in.Observer)
+	pp, dp, err := Policies(in.Config, in.Sticky, in.Observer, in.KV)
 	if err != nil {
 		return moduleOut{}, err
 	}
@@ -103,7 +107,8 @@ func newModule(in moduleIn) (moduleOut, error) {
 	// wraps, unwatched).
 	traced := in.Watchdog.WrapEngine(telemetry.TraceLegs(engine, in.Tracer))
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
-		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(), Logger: log})
+		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(),
+		NeedsTokenIDs: needsTokenIDs(in.KV, pp, dp), Logger: log})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{
@@ -118,6 +123,19 @@ func newModule(in moduleIn) (moduleOut, error) {
 		},
 	})
 	return moduleOut{Dispatcher: d, Selector: sel, Routes: Guard(d.Routes(), in.Config.APIKey, in.Config.RequestIDHeaders)}, nil
+}
+
+// needsTokenIDs is Deps.NeedsTokenIDs: with a KV-event view and cache_aware on a leg, true
+// while the view has any subscription (when it can tell: an Active method), so fleets
+// without gRPC workers never pay for the early tokenization.
+func needsTokenIDs(kv policy.KVPrefixes, pp, dp policy.Policy) func() bool {
+	if kv == nil || (pp.Name() != wire.PolicyCacheAware && dp.Name() != wire.PolicyCacheAware) {
+		return nil
+	}
+	if a, ok := kv.(interface{ Active() bool }); ok {
+		return a.Active
+	}
+	return func() bool { return true }
 }
 
 // forgetRemovedWorkers drops a worker's per-policy state (cache_aware tree tenancy, hash

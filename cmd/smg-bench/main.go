@@ -5,6 +5,7 @@
 //	smg-bench suite     # every scenario of `make bench`, the targets table at the end
 //	smg-bench compare   # one scenario, against a fleet it starts or one you started
 //	smg-bench streams   # hold N open SSE streams through a gateway, memory per stream
+//	smg-bench fleet     # routing policies on a simulated fleet: TTFT, throughput, cache hits (docs/fleet-bench.md)
 package main
 
 import (
@@ -41,6 +42,6 @@ only loopback targets are accepted.`,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newSuite(), newCompare(), newStreams())
+	root.AddCommand(newSuite(), newCompare(), newStreams(), newFleet())
 	return root
 }

@@ -20,14 +20,13 @@ import (
 // from sim.Config.
 type grpcFlags struct {
 	statsPort, maxNumSeqs, dpSize, dpRank, pageSize                     int
-	tokenizerPath, pairingProtocol, multiChildren, multiChildID         string
+	pairingProtocol, multiChildren, multiChildID                        string
 	kvCacheDtype, attentionBackend, modelDtype, transferBackend, kvRole string
 	languageModelOnly                                                   bool
 }
 
 func (g *grpcFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&g.statsPort, "stats-port", 0, "gRPC: HTTP port of GET /sim/stats and POST /sim/reset (0 = pick a free port)")
-	f.StringVar(&g.tokenizerPath, "tokenizer-path", "", "gRPC: directory GetTokenizer zips (empty: GetTokenizer is FAILED_PRECONDITION)")
 	f.IntVar(&g.maxNumSeqs, "max-num-seqs", 0, "gRPC TokenSpeed: running window reported as server_args max_num_seqs (default 256)")
 	f.StringVar(&g.pairingProtocol, "pairing-protocol", "", "gRPC: the servicer's SMG_PAIRING_PROTOCOL (trimmed; empty = unset)")
 	f.IntVar(&g.dpSize, "dp-size", 0, "gRPC: attention-DP size; with >1 a TokenSpeed room whose room % dp-size differs from --dp-rank is an error")
@@ -36,7 +35,7 @@ func (g *grpcFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.multiChildren, "multi-children", "", "gRPC vLLM MultiConnector: comma-separated child connectors (default NixlConnector)")
 	f.StringVar(&g.multiChildID, "multi-child-engine-id", "", "gRPC vLLM MultiConnector: the children's engine_id (empty: the parent's)")
 	f.StringVar(&g.kvCacheDtype, "kv-cache-dtype", "", "gRPC: kv_cache_dtype reported for pairing (default auto)")
-	f.IntVar(&g.pageSize, "page-size", 0, "gRPC: page_size (vLLM block_size) reported for pairing (default 16)")
+	f.IntVar(&g.pageSize, "page-size", 0, "gRPC: page_size (vLLM block_size) reported for pairing and used as the KV-cache block size (default --block-size, else 16)")
 	f.StringVar(&g.attentionBackend, "attention-backend", "", "gRPC: attention_backend reported for pairing")
 	f.StringVar(&g.modelDtype, "model-dtype", "", "gRPC vLLM: model_dtype reported for pairing (default torch.bfloat16)")
 	f.StringVar(&g.transferBackend, "transfer-backend", "", "gRPC SGLang/TokenSpeed: disaggregation_transfer_backend (default mooncake)")
@@ -62,15 +61,22 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 			children = append(children, ch)
 		}
 	}
+	page := g.pageSize
+	if page == 0 {
+		page = c.BlockSize
+	}
 	return grpcsim.Config{
 		Engine: c.Engine, Role: c.Role, Host: c.Host, Port: c.Port, BootstrapPort: c.BootstrapPort,
-		StatsPort: g.statsPort, Model: c.Model, TokenizerPath: g.tokenizerPath, EngineID: c.EngineID,
+		StatsPort: g.statsPort, Model: c.Model, TokenizerPath: c.TokenizerPath, EngineID: c.EngineID,
 		KVConnector: conn, MultiChildren: children, MultiChildEngineID: g.multiChildID, KVRole: g.kvRole,
 		TransferBackend: g.transferBackend, KVCacheDtype: g.kvCacheDtype, AttentionBackend: g.attentionBackend,
-		ModelDtype: g.modelDtype, PageSize: g.pageSize, PairingProtocol: g.pairingProtocol,
+		ModelDtype: g.modelDtype, PageSize: page, PairingProtocol: g.pairingProtocol,
 		MaxRunningRequests: c.MaxRunningRequests, MaxNumSeqs: g.maxNumSeqs, MaxModelLen: c.MaxModelLen,
-		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, HandoffTimeout: c.HandoffTimeout,
+		DPSize: g.dpSize, DPRank: g.dpRank, ITL: c.ITL, ITLPerRunning: c.ITLPerRunning, HandoffTimeout: c.HandoffTimeout,
+		PrefillTokensPerS: c.PrefillTokensPerS, PrefillFixed: c.PrefillFixed, PrefillChunkTokens: c.PrefillChunkTokens,
+		KVTransferPerBlock: c.KVTransferPerBlock, MaxRunning: c.MaxRunning, KVCacheBlocks: c.KVCacheBlocks,
 		Faults: c.Faults, HangMax: c.HangMax, LanguageModelOnly: g.languageModelOnly,
+		KVEventsConfig: c.KVEventsConfig, KVEventsArray: c.KVEventsArray,
 	}
 }
 
@@ -87,8 +93,8 @@ func runGRPC(parent context.Context, cfg grpcsim.Config, w io.Writer) error {
 		return err
 	}
 	c := srv.Config()
-	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s\n",
-		c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID)
+	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s%s\n",
+		c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID, kvEventsSuffix(srv.KVEvents()))
 	<-ctx.Done()
 	return srv.Close()
 }

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smg-go/smg/test/sim"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 func main() {
@@ -43,10 +45,18 @@ func (s seconds) Set(v string) error {
 	return nil
 }
 
+// runFn and runGRPCFn start the simulator the flags describe (replaced by tests that check
+// the flags' mapping).
+var (
+	runFn     = run
+	runGRPCFn = runGRPC
+)
+
 func newCommand() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	cfg.Engine, cfg.Role = "", ""
-	var itlMS, itlPerRunningMS float64
+	var itlMS, itlPerRunningMS, prefillFixedMS, transferMSPerBlock float64
+	var prefixCache bool
 	var transport string
 	var g grpcFlags
 	cmd := &cobra.Command{
@@ -69,18 +79,24 @@ handoff-missing-field, handoff-wrong-transfer-id, handoff-wrong-ports.
 When ready it prints one line:
   smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID
 (bootstrap=0 when the role has no bootstrap server), followed by
-" moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO. SIGINT/SIGTERM stop it cleanly.`,
+" moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO, and with --kv-events-config by
+" kv_events=ENDPOINT[,…]" (one ZMQ PUB endpoint per DP rank) and, with a replay_endpoint,
+" kv_events_replay=ENDPOINT[,…]". Runtime faults: POST /sim/fault?kind=hang and, with KV
+events, kind=kv-events-gap|kv-events-stall|kv-events-garbage; DELETE /sim/fault clears
+them. SIGINT/SIGTERM stop it cleanly.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ITL = time.Duration(itlMS * float64(time.Millisecond))
 			cfg.ITLPerRunning = time.Duration(itlPerRunningMS * float64(time.Millisecond))
+			cfg.PrefillFixed = time.Duration(prefillFixedMS * float64(time.Millisecond))
+			cfg.KVTransferPerBlock = time.Duration(transferMSPerBlock * float64(time.Millisecond))
 			if cfg.Engine == "" || cfg.Role == "" {
 				return fmt.Errorf("--engine and --role are required")
 			}
 			switch transport {
 			case "grpc":
-				return runGRPC(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
+				return runGRPCFn(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
 			case "http":
 			default:
 				return fmt.Errorf("--transport %q: want http or grpc", transport)
@@ -88,7 +104,7 @@ When ready it prints one line:
 			if cfg.Engine == "tokenspeed" {
 				return fmt.Errorf("--engine tokenspeed is gRPC-only: add --transport grpc")
 			}
-			return run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return runFn(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -107,7 +123,18 @@ When ready it prints one line:
 	f.IntVar(&cfg.MoRIIOHandshakePort, "moriio-handshake-port", 6301, "MoRI-IO handshake_port listener (0 = pick a free port)")
 	f.IntVar(&cfg.MoRIIONotifyPort, "moriio-notify-port", 61005, "MoRI-IO notify_port listener (0 = pick a free port)")
 	f.Float64Var(&cfg.PrefillTokensPerS, "prefill-tokens-per-s", 0,
-		"prefill speed in uncached prompt tokens per second (0 = instant)")
+		"prefill speed in uncached prompt tokens per second, shared by concurrent prefills (0 = instant)")
+	f.Float64Var(&prefillFixedMS, "prefill-fixed-ms", 0, "fixed cost of every prefill computation, in milliseconds")
+	f.IntVar(&cfg.PrefillChunkTokens, "prefill-chunk-tokens", 0,
+		"per-step prefill token budget of the batching model, in tokens (0 = 2048; vLLM max_num_batched_tokens, SGLang chunked_prefill_size)")
+	f.Float64Var(&transferMSPerBlock, "kv-transfer-ms-per-block", 0,
+		"decode: time to receive one KV block through a handoff, in milliseconds, for blocks not already in its cache")
+	f.IntVar(&cfg.BlockSize, "block-size", 0,
+		"KV-cache block (page) size in tokens (0 = the engine's default: vLLM 16, SGLang 1; gRPC: also the reported page_size unless --page-size is set)")
+	f.IntVar(&cfg.KVCacheBlocks, "kv-cache-blocks", 0,
+		"KV-cache capacity in blocks (0 = 1048576 tokens' worth); unheld blocks are evicted LRU beyond it")
+	f.StringVar(&cfg.TokenizerPath, "tokenizer-path", "",
+		"directory with a HuggingFace tokenizer.json: HTTP sims tokenize text prompts with it (empty: one token per whitespace-separated word); gRPC: the directory GetTokenizer zips")
 	f.Float64Var(&itlMS, "itl-ms", 0, "inter-token latency per output token, in milliseconds")
 	f.Float64Var(&itlPerRunningMS, "itl-per-running-ms", 0,
 		"extra inter-token latency per running request, in milliseconds (ITL = itl-ms + this × running)")
@@ -116,13 +143,38 @@ When ready it prints one line:
 	f.Var(seconds{&cfg.HandoffTimeout}, "handoff-timeout",
 		"how long a leg waits for its peer and unconsumed KV is kept (duration like 300ms/30s, or seconds; SGLang's own is 300s)")
 	f.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens; longer prompts, and max_tokens beyond what is left of it, get the engine's 400")
-	f.BoolVar(&cfg.PrefixCache, "prefix-cache", false, "a prefill reports an exact repeat of a prompt as cached (all but its last token)")
+	f.BoolVar(&prefixCache, "prefix-cache", false, "no effect: every instance has a prefix-caching KV cache")
+	_ = f.MarkDeprecated("prefix-cache", "the KV-cache model is always on (see --block-size, --kv-cache-blocks)")
 	f.IntVar(&cfg.MaxRunningRequests, "max-running-requests", cfg.MaxRunningRequests,
 		"max_running_requests reported by SGLang /get_server_info and /server_info, in requests")
 	f.StringArrayVar(&cfg.Faults, "fault", nil,
 		"per-instance fault <kind>[:<arg>] applied to every inference request; repeatable (ms for slow-first-byte/delay-body, tokens for die-after, HTTP code for status)")
 	f.Var(seconds{&cfg.HangMax}, "hang-max", "upper bound of the hang fault (duration, or seconds)")
+	f.StringVar(&cfg.KVEventsConfig, "kv-events-config", "",
+		`the engines' KV event publisher config, JSON with vLLM's keys and defaults, e.g. {"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","topic":"kv-events"} (SGLang: "publisher":"zmq" enables; empty = no KV events)`)
+	f.BoolVar(&cfg.KVEventsArray, "kv-events-array", false, "publish KV events in the legacy tagged-array msgpack shape instead of tagged maps")
 	return cmd
+}
+
+// kvEventsSuffix is the ready line's tail when KV events are published:
+// " kv_events=EP[,EP…]" (one PUB endpoint per DP rank, rank order) and
+// " kv_events_replay=EP[,EP…]" when replay is on; "" otherwise.
+func kvEventsSuffix(set *kvevents.Set) string {
+	var pub, rep []string
+	for r := range set.Len() {
+		pub = append(pub, set.Rank(r).Endpoint())
+		if ep := set.Rank(r).ReplayEndpoint(); ep != "" {
+			rep = append(rep, ep)
+		}
+	}
+	out := ""
+	if len(pub) > 0 {
+		out += " kv_events=" + strings.Join(pub, ",")
+	}
+	if len(rep) > 0 {
+		out += " kv_events_replay=" + strings.Join(rep, ",")
+	}
+	return out
 }
 
 // run starts the simulator, writes the ready line to w and serves until parent ends or a
@@ -142,6 +194,7 @@ func run(parent context.Context, cfg sim.Config, w io.Writer) error {
 	if hs, nt := srv.MoRIIOPorts(); hs != 0 {
 		line += fmt.Sprintf(" moriio_handshake=%d moriio_notify=%d", hs, nt)
 	}
+	line += kvEventsSuffix(srv.KVEvents())
 	fmt.Fprintln(w, line)
 	<-ctx.Done()
 	return srv.Close()

@@ -27,6 +27,11 @@ import (
 // recently used leaves first, and reports each tree's size to Observer.TreeSize; RemoveWorker
 // purges a worker from every tree.
 //
+// With Options.KVPrefixes set, a request whose token ids are known (Request.TokenIDs, the
+// gRPC pipeline) and with at least one candidate whose KV-event stream is live is scored
+// by the engines' own cache view instead (selectKV's cost model; workers without live
+// events keep the tree's estimate). The text is inserted into the tree either way.
+//
 // Branches (Observer, policy "cache_aware", smg additions): cache_hit, cache_spill, cache_miss.
 // Differences from SMG: engine KV-usage imbalance checks (need load reports) are not done;
 // when no recorded worker is a candidate SMG takes the first candidate without inserting,
@@ -38,6 +43,8 @@ type CacheAware struct {
 	relThresh float64
 	maxSize   int
 	obs       observe
+	kv        KVPrefixes
+	overlap   float64
 
 	mu    sync.RWMutex
 	trees map[string]*cacheTree
@@ -70,6 +77,8 @@ func newCacheAware(o Options) *CacheAware {
 		relThresh: o.BalanceRelThreshold,
 		maxSize:   o.MaxTreeSize,
 		obs:       observe{o.Observer},
+		kv:        o.KVPrefixes,
+		overlap:   o.KVOverlapWeight,
 		trees:     map[string]*cacheTree{},
 	}
 }
@@ -144,6 +153,13 @@ func (p *CacheAware) Select(c []*worker.Live, req *Request) int {
 	}
 	avg := float64(sum) / float64(len(c))
 
+	if p.kv != nil && req != nil && len(req.TokenIDs) > 0 {
+		if chosen, branch, ok := p.selectKV(c, req, t, loads, ids, minIdx, avg); ok {
+			t.insert(text, ids[chosen])
+			p.obs.branch(wire.PolicyCacheAware, branch)
+			return chosen
+		}
+	}
 	chosen, branch := minIdx, wire.BranchCacheMiss
 	if matched, n := t.match(text); len(text) > 0 && float64(matched)/float64(len(text)) > p.threshold {
 		if best := p.leastLoadedTenant(n, ids, loads); best >= 0 {

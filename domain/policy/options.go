@@ -104,6 +104,14 @@ type Options struct {
 	// value SMG's CLI hardcodes; smg-spec.md §5.6). >= 1 s.
 	BucketAdjustInterval time.Duration
 
+	// KVOverlapWeight (--kv-overlap-weight, DefaultKVOverlapWeight): in cache_aware's
+	// event-driven cost model, how many in-flight requests a worker holding the whole
+	// prompt's prefix is worth (a half prefix is worth half). Finite, >= 0.
+	KVOverlapWeight float64
+
+	// KVPrefixes is the engines' KV-event view cache_aware scores with when token ids are
+	// known; nil keeps cache_aware on its approximate tree alone.
+	KVPrefixes KVPrefixes
 	// Sticky is manual's sticky-key store; required by manual, ignored by the rest.
 	Sticky StickyStore
 	// Loads supplies engine load reports to least_load and power_of_two; nil = in-flight only.
@@ -138,6 +146,7 @@ func DefaultOptions() Options {
 		LeastLoadMeanPrefillTokens:    1024,
 		LeastLoadMaxWaitingRequests:   0,
 		BucketAdjustInterval:          5 * time.Second,
+		KVOverlapWeight:               DefaultKVOverlapWeight,
 	}
 }
 
@@ -200,6 +209,8 @@ func (o Options) Validate() error {
 		return bad("--least-load-mean-prefill-tokens", "must be 1 or more tokens (got %d)", o.LeastLoadMeanPrefillTokens)
 	case o.LeastLoadMaxWaitingRequests < 0:
 		return bad("--least-load-max-waiting-requests", "must be 0 (off) or more (got %d)", o.LeastLoadMaxWaitingRequests)
+	case !finite(o.KVOverlapWeight) || o.KVOverlapWeight < 0:
+		return bad("--kv-overlap-weight", "must be 0 or more (got %g)", o.KVOverlapWeight)
 	case o.BucketAdjustInterval < time.Second:
 		return bad("bucket adjust interval", "must be at least 1s (got %s)", o.BucketAdjustInterval)
 	}

@@ -52,6 +52,10 @@ type Request struct {
 	// Tokens is the prompt length in tokens when the gateway knows it (token ids in the
 	// request), else 0. least_load credits it to the winner; bucket sizes the request by it.
 	Tokens int
+	// TokenIDs are the prompt's token ids when the gateway tokenized it before selection (the
+	// gRPC pipeline, a single prompt), else nil. cache_aware matches them against
+	// Options.KVPrefixes. Read-only.
+	TokenIDs []uint32
 	// Ctx bounds I/O a policy does during Select (manual's sticky store); nil means
 	// context.Background(). Cancelling it never fails the pick: the policy falls back to a
 	// fresh pick.

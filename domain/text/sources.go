@@ -93,6 +93,23 @@ func (r *Registry) Put(model string, m *Model) {
 	r.mu.Unlock()
 }
 
+// Loaded returns model's pipeline when it is already loaded, without loading or waiting
+// (nil while a load runs, after a failed one, or for a model never asked for).
+func (r *Registry) Loaded(model string) *Model {
+	r.mu.Lock()
+	e, ok := r.models[model]
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return e.model
+	default:
+		return nil
+	}
+}
+
 // Get returns model's pipeline, loading it on first use: each source in order, then the
 // GetTokenizer bundle of each worker in workers (healthy gRPC workers serving the model) until
 // one succeeds. ctx bounds only this caller's wait: a load runs to completion (LoadTimeout)

@@ -175,6 +175,11 @@ func SumStats(ss ...*sim.Server) sim.Stats {
 		t.PromptTokens += st.PromptTokens
 		t.GenerationTokens += st.GenerationTokens
 		t.LeakedBlocks += st.LeakedBlocks
+		t.CachedTokens += st.CachedTokens
+		t.EvictedBlocks += st.EvictedBlocks
+		t.KVCacheBlocksUsed += st.KVCacheBlocksUsed
+		t.QueueMS += st.QueueMS
+		t.BusyMS += st.BusyMS
 	}
 	return t
 }

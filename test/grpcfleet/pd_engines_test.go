@@ -44,6 +44,7 @@ func TestPDEnginesOverGRPCChat(t *testing.T) {
 			g, p, d := pdFleet(t, tc.engine, func(role string, c *grpcsim.Config) {
 				c.KVConnector = tc.connector
 				c.EngineID = role + "-engine"
+				c.PageSize = 4 // small pages, so the short prompt below fills some
 			}, nil)
 			post := func(b map[string]any) (int, map[string]any) {
 				r := g.Post(t, "/v1/chat/completions", b, nil)
@@ -51,8 +52,9 @@ func TestPDEnginesOverGRPCChat(t *testing.T) {
 			}
 			q := "Tell me about " + tc.name
 			chatOnce(t, post, q, 8, 0)
-			// The same prompt again: the prefill's prefix cache holds it.
-			chatOnce(t, post, q, 8, len(chatPrompt(t, q)))
+			// The same prompt again: the prefill's prefix cache holds its full pages, leaving
+			// at least one token to compute.
+			chatOnce(t, post, q, 8, (len(chatPrompt(t, q))-1)/4*4)
 			handoffClean(t, p, d, 2)
 			assert.Zero(t, p.Stats().Errors+d.Stats().Errors)
 			// smg_pd_kv_transfer_duration_seconds is observed by the sequential (vLLM) dispatch

@@ -24,6 +24,14 @@ type Process struct {
 	tail *tailBuffer
 }
 
+// StartProcess runs bin with args (env added to the inherited environment) and waits up to
+// timeout for a line of its merged stdout/stderr that matches ready; it returns the process
+// and the line's submatches. On failure the process is stopped and the error carries its
+// last output. Other benchmarks (test/fleetbench) start their processes with it.
+func StartProcess(name, bin string, args, env []string, ready *regexp.Regexp, timeout time.Duration) (*Process, []string, error) {
+	return startProcess(name, bin, args, env, ready, timeout)
+}
+
 // startProcess runs bin with args (env added to the inherited environment) and waits up to
 // timeout for a line of its merged stdout/stderr that matches ready; it returns the
 // submatches. On failure the process is stopped and the error carries its last output.

@@ -3,6 +3,9 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/smg-go/smg/test/sim/kvcache"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Engine, role and connector names accepted in [Config] (and by the smg-sim flags).
@@ -59,16 +62,39 @@ type Config struct {
 	// (the engine's handshake_port and notify_port, smg-sim defaults 6301 and 61005); 0
 	// picks a free port. Used with KVConnector "moriio".
 	MoRIIOHandshakePort, MoRIIONotifyPort int
-	// PrefillTokensPerS is the prefill speed in uncached prompt tokens per second; 0 means
-	// instant. Prefill time = uncached tokens / PrefillTokensPerS.
+	// PrefillTokensPerS is the instance's prefill speed in uncached prompt tokens per
+	// second, shared by concurrent prefills (see package test/sim/compute); 0 means
+	// instant. Prefill time = PrefillFixed + uncached tokens / PrefillTokensPerS, longer
+	// while other prefills run.
 	PrefillTokensPerS float64
+	// PrefillFixed is the fixed cost of every prefill computation (a request that computes
+	// at least one prompt token); 0 means none.
+	PrefillFixed time.Duration
+	// PrefillChunkTokens is the per-step prefill token budget of the batching model
+	// (vLLM max_num_batched_tokens, SGLang chunked_prefill_size); default 2048.
+	PrefillChunkTokens int
+	// KVTransferPerBlock is the time a decode spends receiving one KV block through a
+	// handoff, charged only for blocks not already in its own cache; 0 means instant.
+	KVTransferPerBlock time.Duration
 	// ITL is the inter-token latency per output token; the effective value is
 	// ITL + ITLPerRunning × (requests running). 0 means no delay.
 	ITL, ITLPerRunning time.Duration
 	// MaxRunning is the continuous-batching width: at most this many requests compute at a
-	// time; the rest queue (Stats.Waiting). Waiting for a handoff peer does not take a slot.
-	// 0 means unlimited.
+	// time; the rest queue (Stats.Waiting, Stats.QueueMS). Waiting for a handoff peer does
+	// not take a slot. 0 means unlimited.
 	MaxRunning int
+	// BlockSize is the KV-cache block (page) size in tokens; default 16 for vLLM
+	// (--block-size) and 1 for SGLang (--page-size).
+	BlockSize int
+	// KVCacheBlocks is the KV-cache capacity in blocks; default DefaultKVCacheTokens /
+	// BlockSize (rounded up), more than any test fills.
+	KVCacheBlocks int
+	// KVEventSink, when set, receives the KV cache's events (BlockStored, BlockRemoved,
+	// AllBlocksCleared) in the order the cache changed.
+	KVEventSink kvcache.Sink
+	// TokenizerPath is a directory holding a HuggingFace tokenizer.json: text prompts are
+	// tokenized with it. "" = the simulator's whitespace stand-in (see [PromptTokens]).
+	TokenizerPath string
 	// HandoffTimeout bounds how long a leg waits for its peer (a room claim, the KV, a
 	// Mooncake fetch) and how long unconsumed KV is kept; default 30s.
 	HandoffTimeout time.Duration
@@ -89,11 +115,40 @@ type Config struct {
 	Faults []string
 	// HangMax bounds the "hang" fault; default 60s.
 	HangMax time.Duration
-	// PrefixCache makes a prefill remember the prompts it computed: a prompt it has seen
-	// before reports all but its last token as cached (usage cached_tokens), like an
-	// engine's radix cache on an exact repeat. Off by default.
-	PrefixCache bool
+	// KVEventsConfig is the engines' --kv-events-config JSON (vLLM's keys and defaults;
+	// parsed by kvevents.ParseConfig in the engine's dialect: vLLM needs
+	// enable_kv_cache_events, SGLang "publisher":"zmq"); "" publishes no KV events. When
+	// enabled, every DP rank (DPSize ranks for SGLang, one for vLLM) runs a ZMQ PUB (and
+	// replay ROUTER) publisher on port + rank, bound to Host when the endpoint's host is
+	// "*"; [Server.KVEventSink] is a rank's kvcache.Sink.
+	KVEventsConfig string
+	// KVEventsArray selects the legacy tagged-array event payloads instead of the current
+	// tagged maps (kvevents.EncodingVLLMArray / EncodingSGLangArray).
+	KVEventsArray bool
+
+	kvEvents kvevents.Config // KVEventsConfig parsed by withDefaults
 }
+
+// kvEventRanks is the number of DP ranks publishing KV events: DPSize for SGLang (its
+// attention-DP ranks), one for vLLM (the HTTP sim models no vLLM DP).
+func (c Config) kvEventRanks() int {
+	if c.Engine == EngineSGLang {
+		return max(c.DPSize, 1)
+	}
+	return 1
+}
+
+// DefaultKVCacheTokens is the default KV-cache capacity in tokens (Config.KVCacheBlocks =
+// this / BlockSize): 1,048,576 tokens, far more than a test or benchmark run holds at once,
+// so nothing is evicted unless a smaller capacity is asked for.
+const DefaultKVCacheTokens = 1 << 20
+
+// Default block sizes: vLLM's DEFAULT_BLOCK_SIZE (vllm/config/cache.py) and SGLang's
+// default --page-size (shared/reference/kv-routing.md §1.6, §2.3).
+const (
+	VLLMBlockSize   = 16
+	SGLangBlockSize = 1
+)
 
 // DefaultConfig returns a SGLang decode on 127.0.0.1 with a free port and the defaults listed
 // on [Config]: model "sim-model", nixl, no prefill or ITL delay, MaxRunning 256,
@@ -140,6 +195,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EngineID == "" {
 		c.EngineID = randomID()
 	}
+	if c.BlockSize == 0 {
+		c.BlockSize = SGLangBlockSize
+		if c.Engine == EngineVLLM {
+			c.BlockSize = VLLMBlockSize
+		}
+	}
+	if c.KVCacheBlocks == 0 && c.BlockSize > 0 {
+		c.KVCacheBlocks = (DefaultKVCacheTokens + c.BlockSize - 1) / c.BlockSize
+	}
 	switch c.Engine {
 	case EngineSGLang, EngineVLLM:
 	default:
@@ -170,7 +234,8 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PrefillTokensPerS < 0 || c.ITL < 0 || c.ITLPerRunning < 0 || c.MaxRunning < 0 ||
 		c.HandoffTimeout < 0 || c.MaxModelLen < 0 || c.MaxRunningRequests < 0 || c.HangMax < 0 ||
-		c.DPSize < 0 || c.DPSize > maxDPSize {
+		c.DPSize < 0 || c.DPSize > maxDPSize || c.PrefillFixed < 0 || c.PrefillChunkTokens < 0 ||
+		c.KVTransferPerBlock < 0 || c.BlockSize < 1 || c.KVCacheBlocks < 1 {
 		return c, fmt.Errorf("sim: negative latency, size or timeout setting")
 	}
 	for _, f := range c.Faults {
@@ -178,6 +243,11 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
+	kv, err := kvevents.ParseConfig(c.Engine, c.KVEventsConfig)
+	if err != nil {
+		return c, fmt.Errorf("sim: %w", err)
+	}
+	c.kvEvents = kv
 	return c, nil
 }
 

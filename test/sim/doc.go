@@ -28,5 +28,12 @@
 // fetch completes, a MoRI-IO WRITE prefill when the decode acknowledged its push (poll
 // Stats, or wait for PendingHandoffs 0, in tests).
 //
+// Every prompt goes through a paged KV cache with prefix matching, LRU eviction and blocks
+// held while a request runs (package kvcache; usage cached_tokens is the instance's
+// block-aligned hit, or the whole prompt on a decode that received the KV), and time
+// follows the work: prefill time for the uncached tokens shared by concurrent prefills, a
+// per-block transfer time on the decode, a queue behind MaxRunning slots (package
+// compute). See kv.go and README.md.
+//
 // Use [Start] in tests, or the cmd/smg-sim binary for demos and fleets.
 package sim

@@ -70,7 +70,7 @@ func (s *Server) serveInference(w http.ResponseWriter, r *http.Request, rt route
 		return
 	}
 
-	j, e := normalize(rt, &raw)
+	j, e := normalize(s.tok, rt, &raw)
 	if e == nil {
 		e = s.validate(&raw, j)
 	}
@@ -242,7 +242,6 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 	for i := range j.items {
 		j.items[i].seed = localSeed(j.items[i].digest)
 	}
-	s.prefixCache(j)
 	var (
 		tagged     bool
 		transferID string
@@ -302,23 +301,29 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 			s.rv.leave(mc, sideP)
 		}
 	}
+	kvRelease, e := s.admitKV(ctx, j)
+	if e != nil {
+		kvRelease()
+		abandon()
+		return noop, e
+	}
 	if !s.acquire(ctx) {
+		kvRelease()
 		abandon()
 		return noop, errClientGone
 	}
-	uncached := 0
-	for i := range j.items {
-		uncached += len(j.items[i].ids) - j.items[i].cached
+	release := func() {
+		s.release()
+		kvRelease()
 	}
-	if !s.sleep(ctx, s.prefillTime(uncached)) {
+	if !s.computePrompts(ctx, j) {
 		abandon()
-		return s.release, errClientGone
+		return release, errClientGone
 	}
-	s.c.promptTokens.Add(int64(uncached))
 	switch {
 	case mtag != nil:
 		if ctx.Err() != nil {
-			return s.release, errClientGone
+			return release, errClientGone
 		}
 		if p := s.moriioPrefill(j, raw, *mtag, fs); p != nil {
 			res.kv, _ = json.Marshal(p)
@@ -333,7 +338,7 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		go s.mooncakeLease(mc)
 	case tagged:
 		if ctx.Err() != nil {
-			return s.release, errClientGone
+			return release, errClientGone
 		}
 		p := s.nixlRegister(j, r.Header.Get(wire.HeaderRequestID))
 		res.kv, _ = json.Marshal(p)
@@ -343,19 +348,5 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 			res.nixlID = p.RemoteRequestID
 		}
 	}
-	return s.release, nil
-}
-
-// prefixCache marks, on a prefill with Config.PrefixCache, an exact repeat of a prompt it
-// computed before as cached but for its last token (engines always recompute that one).
-func (s *Server) prefixCache(j *job) {
-	if !s.cfg.PrefixCache || s.cfg.Role != RolePrefill {
-		return
-	}
-	for i := range j.items {
-		it := &j.items[i]
-		if _, hit := s.seen.LoadOrStore(it.digest, true); hit && len(it.ids) > 1 {
-			it.cached = len(it.ids) - 1
-		}
-	}
+	return release, nil
 }

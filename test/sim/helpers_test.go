@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/smg-go/smg/test/sim"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // testTransport is shared by every test request so TestMain can close its idle connections
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testTransport.CloseIdleConnections()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(goleak.IgnoreAnyFunction(kvevents.LeakedGoroutine)); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

@@ -6,12 +6,20 @@ import (
 	"strings"
 
 	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // SetFault adds a per-instance fault "<kind>[:<arg>]" to a running instance (as
 // Config.Faults, e.g. "hang" to wedge it while /health stays OK). It returns ParseFault's
 // error for a bad fault.
+//
+// The KV event faults (kvevents.FaultGap, FaultStall, FaultGarbage: "kv-events-gap",
+// "kv-events-stall", "kv-events-garbage") go to every rank's event publisher instead;
+// they are an error when the instance publishes no KV events.
 func (s *Server) SetFault(spec string) error {
+	if kvevents.IsFault(spec) {
+		return s.kvev.SetFault(spec)
+	}
 	f, err := ParseFault(spec)
 	if err != nil {
 		return err
@@ -22,11 +30,13 @@ func (s *Server) SetFault(spec string) error {
 	return nil
 }
 
-// ClearFaults removes the faults SetFault added (Config.Faults stay).
+// ClearFaults removes the faults SetFault added, KV event faults included (Config.Faults
+// stay).
 func (s *Server) ClearFaults() {
 	s.liveMu.Lock()
 	s.live = nil
 	s.liveMu.Unlock()
+	s.kvev.ClearFaults()
 }
 
 func (s *Server) liveFaults() []Fault {

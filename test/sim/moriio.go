@@ -185,7 +185,7 @@ func (s *Server) moriioDecode(ctx context.Context, j *job, m map[string]json.Raw
 			}
 			return nil // a foreign handoff reads blocks that are not this prompt's
 		}
-		it.seed, it.cached = handoffSeed(p.Digest), len(it.ids)
+		it.seed, it.cached, it.kvIn = handoffSeed(p.Digest), len(it.ids), true
 		s.c.handoffsReceived.Add(1)
 		return nil
 	}
@@ -216,7 +216,7 @@ func (s *Server) moriioDecode(ctx context.Context, j *job, m map[string]json.Raw
 	select {
 	case p := <-sl.kv:
 		close(sl.got)
-		it.seed, it.cached = handoffSeed(p.Digest), len(it.ids)
+		it.seed, it.cached, it.kvIn = handoffSeed(p.Digest), len(it.ids), true
 		s.c.handoffsReceived.Add(1)
 		return nil
 	case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/smg-go/smg/test/sim/kvcache"
 )
 
 // route identifies an inference surface.
@@ -61,8 +63,14 @@ type item struct {
 	ids    []int32
 	digest uint64
 	// seed drives the generator; set by the handoff (handoffSeed) or locally (localSeed).
-	seed   uint64
-	cached int // prompt tokens that arrived through the handoff (usage cached_tokens)
+	seed uint64
+	// cached is usage cached_tokens: the prefix-cache hit of an instance that computed the
+	// prompt, or every prompt token when the KV arrived through a handoff (kvIn).
+	cached int
+	kvIn   bool
+	// lease holds the prompt's KV blocks from admission to the end of the request (set on
+	// the first of the n samples of each prompt).
+	lease *kvcache.Lease
 }
 
 // job is a normalized inference request.
@@ -148,7 +156,7 @@ func renderMessages(raw json.RawMessage, first []Message) (string, error) {
 
 // promptList decodes a prompt that is a string, a list of strings, a list of token ids or a
 // list of lists of token ids. list reports whether the value was a batch.
-func promptList(raw json.RawMessage, field string) (prompts [][]int32, list bool, e *reqError) {
+func promptList(tok tokenizer, raw json.RawMessage, field string) (prompts [][]int32, list bool, e *reqError) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, false, nil
 	}
@@ -157,7 +165,7 @@ func promptList(raw json.RawMessage, field string) (prompts [][]int32, list bool
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, false, badRequest("%s: %v", field, err)
 		}
-		return [][]int32{tokenize(s, nil)}, false, nil
+		return [][]int32{tok(s)}, false, nil
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil || len(elems) == 0 {
@@ -170,7 +178,7 @@ func promptList(raw json.RawMessage, field string) (prompts [][]int32, list bool
 			return nil, false, badRequest("%s: %v", field, err)
 		}
 		for _, s := range ss {
-			prompts = append(prompts, tokenize(s, nil))
+			prompts = append(prompts, tok(s))
 		}
 		return prompts, true, nil
 	case '[':
@@ -201,7 +209,7 @@ func firstPos(def int, ps ...*int) (int, error) {
 }
 
 // normalize turns a decoded body into a job. Errors are 400s.
-func normalize(rt route, r *rawReq) (*job, *reqError) {
+func normalize(tok tokenizer, rt route, r *rawReq) (*job, *reqError) {
 	j := &job{route: rt, stream: r.Stream}
 	var prompts [][]int32
 	n := 1
@@ -226,14 +234,14 @@ func normalize(rt route, r *rawReq) (*job, *reqError) {
 		if e != nil {
 			return nil, badRequest("%v", e)
 		}
-		prompts = [][]int32{tokenize(p, nil)}
+		prompts = [][]int32{tok(p)}
 		j.maxTokens, err = firstPos(16, r.MaxCompletionTokens, r.MaxTokens)
 		if rt == routeChat && len(r.Logprobs) > 0 && string(r.Logprobs) == "true" {
 			j.logprobs, j.topLP = true, r.TopLogprobs
 		}
 	case routeCompletions:
 		var e *reqError
-		if prompts, _, e = promptList(r.Prompt, "prompt"); e != nil {
+		if prompts, _, e = promptList(tok, r.Prompt, "prompt"); e != nil {
 			return nil, e
 		}
 		if prompts == nil {
@@ -250,7 +258,7 @@ func normalize(rt route, r *rawReq) (*job, *reqError) {
 		if len(r.InputIDs) > 0 && string(r.InputIDs) != "null" {
 			raw, field = r.InputIDs, "input_ids"
 		}
-		if prompts, j.batch, e = promptList(raw, field); e != nil {
+		if prompts, j.batch, e = promptList(tok, raw, field); e != nil {
 			return nil, e
 		}
 		if prompts == nil {
@@ -291,7 +299,7 @@ func normalize(rt route, r *rawReq) (*job, *reqError) {
 				return nil, badRequest("%v", e)
 			}
 		}
-		prompts = [][]int32{tokenize(p, nil)}
+		prompts = [][]int32{tok(p)}
 		j.maxTokens, err = firstPos(16, r.MaxOutputTokens, r.MaxTokens)
 		n = 1
 	}

@@ -14,7 +14,9 @@ import (
 //	        GET /health /v1/models /metrics; GET /sim/stats, POST /sim/reset
 //	SGLang: POST /generate /flush_cache; GET /get_server_info /server_info
 //	        /get_model_info /model_info /health_generate
-//	vLLM:   GET /version; POST /sim/nixl/pull (NIXL side channel)
+//	vLLM:   GET /version; POST /reset_prefix_cache; POST /sim/nixl/pull (NIXL side channel)
+//
+// /flush_cache and /reset_prefix_cache drop the KV cache's contents (AllBlocksCleared).
 //
 // Anything else is FastAPI's 404 {"detail":"Not Found"}.
 func (s *Server) mainMux() http.Handler {
@@ -46,11 +48,16 @@ func (s *Server) mainMux() http.Handler {
 		mux.HandleFunc("GET /model_info", s.serveModelInfo)
 		mux.HandleFunc("GET /health_generate", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 		mux.HandleFunc("POST /flush_cache", func(w http.ResponseWriter, _ *http.Request) {
+			s.FlushCache()
 			_, _ = w.Write([]byte("Cache flushed.\n"))
 		})
 	} else {
 		mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSONStatus(w, http.StatusOK, []byte(`{"version":"`+VLLMVersion+`"}`))
+		})
+		mux.HandleFunc("POST /reset_prefix_cache", func(w http.ResponseWriter, _ *http.Request) {
+			s.FlushCache()
+			w.WriteHeader(http.StatusOK)
 		})
 		if s.cfg.KVConnector == ConnectorNixl {
 			mux.HandleFunc("POST /sim/nixl/pull", s.servePull)
@@ -105,9 +112,9 @@ func (s *Server) serveServerInfo(w http.ResponseWriter, _ *http.Request) {
 	b, _ := json.Marshal(map[string]any{
 		"model_path": s.cfg.Model, "tokenizer_path": s.cfg.Model, "served_model_name": s.cfg.Model,
 		"tp_size": 1, "dp_size": max(s.cfg.DPSize, 1), "pp_size": 1, "context_length": s.cfg.MaxModelLen,
-		"max_running_requests": s.cfg.MaxRunningRequests, "max_total_num_tokens": 1000000,
+		"max_running_requests": s.cfg.MaxRunningRequests, "max_total_num_tokens": s.cfg.KVCacheBlocks * s.cfg.BlockSize,
 		"disaggregation_mode": s.cfg.Role, "disaggregation_bootstrap_port": bp,
-		"disaggregation_transfer_backend": "mooncake", "page_size": 1, "kv_cache_dtype": "auto",
+		"disaggregation_transfer_backend": "mooncake", "page_size": s.cfg.BlockSize, "kv_cache_dtype": "auto",
 		"attention_backend": "flashinfer", "version": SGLangVersion,
 		"internal_states": []map[string]any{{"max_running_requests": s.cfg.MaxRunningRequests,
 			"last_gen_throughput": 0.0}},

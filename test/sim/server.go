@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -13,6 +14,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/smg-go/smg/test/sim/compute"
+	"github.com/smg-go/smg/test/sim/kvcache"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Server is one running simulated engine instance. Its methods are safe for concurrent use.
@@ -39,15 +44,17 @@ type Server struct {
 	rv        *rendezvous
 	nixl      *nixlStore
 	mori      *nixlStore // MoRI-IO READ blocks, keyed by transfer_id
-	slots     chan struct{}
+	eng       *compute.Engine
+	kv        *kvcache.Cache
+	tok       tokenizer
 	transport *http.Transport
 	client    *http.Client
 	seq       atomic.Uint64
 	pushes    atomic.Int64 // MoRI-IO WRITE pushes in flight
 	closeOnce sync.Once
 	closeErr  error
-	// seen holds the digests of prompts computed (Config.PrefixCache).
-	seen sync.Map
+	// kvev are the KV event publishers, one per DP rank; nil without KV events.
+	kvev *kvevents.Set
 }
 
 func randomID() string { return uuid.NewString() }
@@ -65,8 +72,10 @@ func Start(cfg Config) (*Server, error) {
 		fl, _ := ParseFault(f)
 		s.faults = append(s.faults, fl)
 	}
-	if cfg.MaxRunning > 0 {
-		s.slots = make(chan struct{}, cfg.MaxRunning)
+	s.eng = compute.New(compute.Config{MaxRunning: cfg.MaxRunning, PrefillTokensPerS: cfg.PrefillTokensPerS,
+		PrefillFixed: cfg.PrefillFixed, ChunkTokens: cfg.PrefillChunkTokens, TransferPerBlock: cfg.KVTransferPerBlock})
+	if s.tok, err = loadTokenizer(cfg.TokenizerPath); err != nil {
+		return nil, err
 	}
 	s.transport = &http.Transport{
 		Proxy:               nil,
@@ -78,6 +87,26 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.client = &http.Client{Transport: s.transport}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// The KV event publishers come first: the cache publishes through them.
+	if s.kvev, err = kvevents.NewSet(kvevents.Options{
+		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.Engine, cfg.KVEventsArray), BindHost: cfg.Host,
+	}, cfg.kvEventRanks()); err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("sim: kv events: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.cancel()
+			_ = s.kvev.Close()
+		}
+	}()
+	// One cache per instance: its events go to Config.KVEventSink and, with KV events on,
+	// through rank 0's publisher.
+	sink := kvevents.Tee(cfg.KVEventSink, s.KVEventSink(0))
+	if s.kv, err = kvcache.New(kvcache.Config{BlockSize: cfg.BlockSize, Blocks: cfg.KVCacheBlocks, Sink: sink}); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
 
 	mainLn, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -121,6 +150,7 @@ func Start(cfg Config) (*Server, error) {
 		s.serve(s.hsSrv, hsLn)
 		s.serve(s.notifySrv, notifyLn)
 	}
+	started = true
 	return s, nil
 }
 
@@ -160,11 +190,26 @@ func (s *Server) EngineID() string { return s.cfg.EngineID }
 func (s *Server) Config() Config { return s.cfg }
 
 // Stats returns the counters, the same numbers as GET /sim/stats.
-func (s *Server) Stats() Stats { return s.c.snapshot() }
+func (s *Server) Stats() Stats {
+	st := s.c.snapshot()
+	kv := s.kv.Stats()
+	st.Waiting = s.eng.Waiting()
+	st.PromptTokens, st.CachedTokens, st.EvictedBlocks, st.KVCacheBlocksUsed = kv.PromptTokens, kv.CachedTokens, kv.EvictedBlocks, kv.BlocksUsed
+	st.QueueMS, st.BusyMS = s.eng.QueueMS(), s.eng.BusyMS()
+	return st
+}
 
 // Reset zeroes the counters, like POST /sim/reset. Running and Waiting stay live gauges and
 // MaxRunningSeen restarts from the current Running.
-func (s *Server) Reset() { s.c.reset() }
+func (s *Server) Reset() {
+	s.c.reset()
+	s.kv.ResetCounters()
+	s.eng.Reset()
+}
+
+// FlushCache drops every cached KV block (SGLang POST /flush_cache, vLLM POST
+// /reset_prefix_cache), publishing AllBlocksCleared to Config.KVEventSink.
+func (s *Server) FlushCache() { s.kv.Clear() }
 
 // PendingHandoffs is the number of rooms, transfers, NIXL and MoRI-IO block sets currently
 // held and MoRI-IO WRITE pushes in flight (0 once every handoff has completed or expired,
@@ -192,6 +237,7 @@ func (s *Server) Close() error {
 		s.nixl.close()
 		s.mori.close()
 		s.wg.Wait()
+		_ = s.kvev.Close()
 		s.transport.CloseIdleConnections()
 	})
 	return s.closeErr

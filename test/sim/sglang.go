@@ -65,14 +65,21 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, ts []bootTarget) (re
 			return release, errClientGone
 		}
 	}
+	kvRelease, e := s.admitKV(ctx, j)
+	release = kvRelease
+	if e != nil {
+		return release, e
+	}
 	if !s.acquire(ctx) {
 		return release, errClientGone
 	}
-	release = s.release
-	if !s.sleep(ctx, s.prefillTime(j.promptTokens())) {
+	release = func() {
+		s.release()
+		kvRelease()
+	}
+	if !s.computePrompts(ctx, j) {
 		return release, errClientGone
 	}
-	s.c.promptTokens.Add(int64(j.promptTokens()))
 	for i, sl := range slots {
 		it := &j.items[i]
 		it.seed = handoffSeed(it.digest)
@@ -119,7 +126,7 @@ func (s *Server) sglangDecode(ctx context.Context, j *job, ts []bootTarget) *req
 			return transferError(t.room, "disagg_prefill_dp_rank %s does not name the prefill's rank %d", rankText(j.prefillRank), *p.DPRank)
 		}
 		it := &j.items[i]
-		it.seed, it.cached = handoffSeed(p.Digest), len(it.ids)
+		it.seed, it.cached, it.kvIn = handoffSeed(p.Digest), len(it.ids), true
 		s.c.handoffsReceived.Add(1)
 		return nil
 	}

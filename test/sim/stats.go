@@ -37,10 +37,27 @@ type Stats struct {
 	Errors int64 `json:"errors"`
 	// Waiting is the number of requests queued for a compute slot (Config.MaxRunning).
 	Waiting int64 `json:"waiting"`
-	// PromptTokens and GenerationTokens total the prompt tokens computed and output tokens
-	// generated (also in /metrics).
+	// PromptTokens totals the prompt tokens of the requests admitted to the KV cache (each
+	// distinct prompt once; cached or not, computed or received through a handoff), as the
+	// engines' prompt_tokens_total counts them. GenerationTokens totals output tokens.
 	PromptTokens     int64 `json:"prompt_tokens"`
 	GenerationTokens int64 `json:"generation_tokens"`
+	// CachedTokens totals the prompt tokens found in this instance's own prefix cache
+	// (block-aligned). On a prefill, and on any instance that computed the prompt, this is
+	// the sum of the usage cached_tokens it reported; a PD decode reports the KV it received
+	// as cached too, but counts only its local hits here. Hit rate = CachedTokens /
+	// PromptTokens.
+	CachedTokens int64 `json:"cached_tokens"`
+	// EvictedBlocks counts cached KV blocks evicted (LRU) to make room.
+	EvictedBlocks int64 `json:"evicted_blocks"`
+	// KVCacheBlocksUsed is the number of KV blocks holding data now: those held by running
+	// requests plus cached blocks nobody holds (a gauge).
+	KVCacheBlocksUsed int64 `json:"kv_cache_blocks_used"`
+	// QueueMS is the total time requests waited for admission (a compute slot, or KV
+	// blocks while the cache was full of held blocks), in milliseconds.
+	QueueMS int64 `json:"queue_ms"`
+	// BusyMS is the total time at least one request held a compute slot, in milliseconds.
+	BusyMS int64 `json:"busy_ms"`
 	// LeakedBlocks counts the KV blocks a MoRI-IO WRITE decode allocated for a request that
 	// was aborted (or gave up) before the prefill's write_done arrived: vLLM's
 	// MoRIIOConnector keeps them allocated (seed "WRITE dispatch").
@@ -56,7 +73,7 @@ type Stats struct {
 
 type counters struct {
 	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
-	aborted, running, maxRunning, errors, waiting, promptTokens, genTokens     atomic.Int64
+	aborted, running, maxRunning, errors, genTokens                            atomic.Int64
 	leakedBlocks, canary                                                       atomic.Int64
 	dpRanks                                                                    [maxDPSize]atomic.Int64
 }
@@ -73,8 +90,6 @@ func (c *counters) snapshot() Stats {
 		Running:           c.running.Load(),
 		MaxRunningSeen:    c.maxRunning.Load(),
 		Errors:            c.errors.Load(),
-		Waiting:           c.waiting.Load(),
-		PromptTokens:      c.promptTokens.Load(),
 		GenerationTokens:  c.genTokens.Load(),
 		LeakedBlocks:      c.leakedBlocks.Load(),
 		CanaryRequests:    c.canary.Load(),
@@ -86,7 +101,7 @@ func (c *counters) snapshot() Stats {
 // MaxRunningSeen restarts from the current Running.
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
-		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.leakedBlocks, &c.canary} {
+		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.leakedBlocks, &c.canary} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {

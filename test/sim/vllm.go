@@ -171,7 +171,7 @@ func (s *Server) vllmDecodeHandoff(ctx context.Context, j *job, raw json.RawMess
 		return kvLoadFailure("%s answered %d: %s", target, f.status, f.msg)
 	}
 	it := &j.items[0]
-	it.seed, it.cached = handoffSeed(p.Digest), len(it.ids)
+	it.seed, it.cached, it.kvIn = handoffSeed(p.Digest), len(it.ids), true
 	s.c.handoffsReceived.Add(1)
 	return nil
 }

@@ -6,7 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/smg-go/smg/test/sim/kvcache"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
+
+// defaultKVCacheTokens is the default KV-cache capacity in tokens (the HTTP simulator's
+// sim.DefaultKVCacheTokens).
+const defaultKVCacheTokens = 1 << 20
 
 // Engines, roles and vLLM connector names accepted in [Config] (and by smg-sim with
 // --transport grpc).
@@ -67,7 +74,8 @@ type Config struct {
 	KVRole string
 	// TransferBackend is SGLang/TokenSpeed disaggregation_transfer_backend; default "mooncake".
 	TransferBackend string
-	// Layout facts reported for pairing (vLLM: block_size for PageSize). Defaults: "auto",
+	// Layout facts reported for pairing (vLLM: block_size for PageSize). PageSize is also
+	// the KV-cache model's block size. Defaults: "auto",
 	// 16 (SGLang page_size 1 is the engine's own default, but 16 keeps the legs comparable),
 	// "flashinfer" (SGLang/TokenSpeed) / "FLASH_ATTN" (vLLM), "torch.bfloat16" (vLLM only).
 	KVCacheDtype, AttentionBackend, ModelDtype string
@@ -91,8 +99,26 @@ type Config struct {
 	DefaultSamplingParams string
 	// DefaultMaxTokens is used when the request sets no max tokens; default 16.
 	DefaultMaxTokens int
-	// ITL is the delay between output tokens; 0 = none.
-	ITL time.Duration
+	// ITL is the delay between output tokens; the effective value is ITL + ITLPerRunning ×
+	// (Generate RPCs running). 0 = none.
+	ITL, ITLPerRunning time.Duration
+	// PrefillTokensPerS, PrefillFixed and PrefillChunkTokens are the prefill time model
+	// (package test/sim/compute): PrefillFixed + uncached tokens / PrefillTokensPerS, shared
+	// by concurrent prefills in chunks of PrefillChunkTokens (default 2048). 0 = instant.
+	PrefillTokensPerS  float64
+	PrefillFixed       time.Duration
+	PrefillChunkTokens int
+	// KVTransferPerBlock is a decode's time to receive one KV block through a handoff,
+	// charged for the blocks it did not already hold; 0 = instant.
+	KVTransferPerBlock time.Duration
+	// MaxRunning is the continuous-batching width: at most this many Generate RPCs compute
+	// at once, the rest queue (Stats.Waiting, Stats.QueueMS). 0 = unlimited.
+	MaxRunning int
+	// KVCacheBlocks is the KV-cache capacity in blocks of PageSize tokens; default
+	// sim.DefaultKVCacheTokens / PageSize, more than any test fills.
+	KVCacheBlocks int
+	// KVEventSink, when set, receives the KV cache's events in the order the cache changed.
+	KVEventSink kvcache.Sink
 	// HandoffTimeout bounds a leg's wait for its peer and how long unclaimed KV is kept;
 	// default 30s.
 	HandoffTimeout time.Duration
@@ -104,6 +130,18 @@ type Config struct {
 	// supports_vision=false and a request with media tensors, placeholders or references is
 	// INVALID_ARGUMENT (hashes only).
 	LanguageModelOnly bool
+	// KVEventsConfig is the engines' --kv-events-config JSON, parsed by
+	// kvevents.ParseConfig in vLLM's dialect for vLLM and SGLang's for SGLang and
+	// TokenSpeed (whose servicer reads SGLang-shaped batches, attn_dp_rank); "" publishes
+	// no KV events. When enabled, every DP rank (DPSize ranks, at least one) runs a ZMQ PUB
+	// (and replay ROUTER) publisher on port + rank, bound to Host when the endpoint's host
+	// is "*", and SubscribeKvEvents streams rank DPRank.
+	KVEventsConfig string
+	// KVEventsArray selects the legacy tagged-array event payloads instead of the
+	// current tagged maps (kvevents.EncodingVLLMArray / EncodingSGLangArray).
+	KVEventsArray bool
+
+	kvEvents kvevents.Config // KVEventsConfig parsed by withDefaults
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -164,6 +202,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HangMax == 0 {
 		c.HangMax = 60 * time.Second
 	}
+	if c.KVCacheBlocks == 0 && c.PageSize > 0 {
+		c.KVCacheBlocks = (defaultKVCacheTokens + c.PageSize - 1) / c.PageSize
+	}
+	if c.PageSize < 1 || c.KVCacheBlocks < 1 || c.MaxRunning < 0 || c.PrefillTokensPerS < 0 || c.PrefillFixed < 0 ||
+		c.PrefillChunkTokens < 0 || c.KVTransferPerBlock < 0 || c.ITL < 0 || c.ITLPerRunning < 0 {
+		return c, fmt.Errorf("grpcsim: negative latency or size setting (page size %d, kv cache blocks %d)", c.PageSize, c.KVCacheBlocks)
+	}
 	switch c.Engine {
 	case EngineSGLang, EngineVLLM, EngineTokenSpeed:
 	default:
@@ -198,7 +243,21 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
+	kv, err := kvevents.ParseConfig(c.kvEventsDialect(), c.KVEventsConfig)
+	if err != nil {
+		return c, fmt.Errorf("grpcsim: %w", err)
+	}
+	c.kvEvents = kv
 	return c, nil
+}
+
+// kvEventsDialect is the engine whose --kv-events-config rules and payload shape the
+// instance follows: vLLM's for vLLM, SGLang's for SGLang and TokenSpeed.
+func (c Config) kvEventsDialect() string {
+	if c.Engine == EngineVLLM {
+		return kvevents.EngineVLLM
+	}
+	return kvevents.EngineSGLang
 }
 
 // connectorReport is what GetServerInfo reports as kv_connector and kv_engine_id, with

@@ -21,5 +21,9 @@
 // port; POST /sim/health?ok=false makes HealthCheck answer unhealthy ([Server.SetHealthy]).
 // Faults: Config.Faults per instance, or gRPC metadata x-sim-fault per request.
 //
+// Prompts go through the same KV-cache and compute models as the HTTP simulator's
+// (packages test/sim/kvcache and test/sim/compute; work.go), with PageSize as the block
+// size; a prefill computes before it registers its KV.
+//
 // Use [Start] in tests, or `smg-sim --transport grpc`.
 package grpcsim

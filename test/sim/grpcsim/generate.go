@@ -169,18 +169,21 @@ func (s *Server) run(parent context.Context, req genRequest, send sender) error 
 		return err
 	}
 
-	h, err := s.handoff(ctx, req, kf)
+	w := &work{}
+	defer s.finish(w)
+	h, err := s.handoff(ctx, req, kf, func() error { return s.admit(ctx, req, false, w) })
 	if err != nil {
 		return err
 	}
 	if h.source == 'r' {
 		h.mix = req.mm.mix()
 	}
-	cached := h.cached
-	if h.source == 'r' && cached == 0 && s.seen(req.ids) {
-		cached = len(req.ids) // the instance's own prefix cache
+	if !w.admitted {
+		if err := s.admit(ctx, req, h.source == 'k', w); err != nil {
+			return err
+		}
 	}
-	s.c.promptTokens.Add(int64(len(req.ids) - cached))
+	cached := w.cached
 
 	n := req.maxTokens
 	if n < 0 {
@@ -218,8 +221,8 @@ func (s *Server) stream(ctx context.Context, req genRequest, h handoffResult, n,
 	}
 	live := samples
 	for j := 0; j < n && live > 0; j++ {
-		if j > 0 || s.cfg.ITL > 0 {
-			if err := s.sleep(ctx, s.cfg.ITL); err != nil {
+		if itl := s.itl(); j > 0 || itl > 0 {
+			if err := s.sleep(ctx, itl); err != nil {
 				if !errors.Is(context.Cause(ctx), errAbortRPC) {
 					return err
 				}
@@ -308,20 +311,4 @@ func (s *Server) cancelled(ctx context.Context) error {
 		return status.Error(codes.DeadlineExceeded, "the request's deadline passed")
 	}
 	return status.Error(codes.Canceled, "request cancelled by the client")
-}
-
-// seen reports whether this instance computed the same prompt before (its prefix cache,
-// at most 4096 prompts, then it starts over), and remembers it.
-func (s *Server) seen(ids []uint32) bool {
-	d := Digest(ids)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.cache[d]; ok {
-		return true
-	}
-	if len(s.cache) >= 4096 {
-		clear(s.cache)
-	}
-	s.cache[d] = struct{}{}
-	return false
 }

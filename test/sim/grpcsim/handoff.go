@@ -37,10 +37,13 @@ var blockSeq atomic.Int64
 //     kv_transfer_params; Mooncake keeps the KV under transfer_id and returns nothing.
 //   - vLLM decode with do_remote_prefill: pulls (NIXL) or fetches (Mooncake) the KV;
 //     incomplete or absent params recompute (counted).
-func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults) (handoffResult, error) {
+//
+// A prefill runs compute (the prompt's KV-cache lease, slot and prefill time) before it
+// registers its KV, so a decode never receives KV that is not computed yet.
+func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults, compute func() error) (handoffResult, error) {
 	local := handoffResult{source: 'r'}
 	if s.cfg.Engine == EngineVLLM {
-		return s.vllmHandoff(ctx, req, kf)
+		return s.vllmHandoff(ctx, req, kf, compute)
 	}
 	if req.hasRoom && req.bootHost == wire.FakeBootstrapHost {
 		return local, nil // SGLang's warmup form: a fake KV sender or receiver, no peer
@@ -65,6 +68,9 @@ func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults) (hand
 	key := "room:" + strconv.FormatInt(req.room, 10)
 	switch s.cfg.Role {
 	case RolePrefill:
+		if err := compute(); err != nil {
+			return local, err
+		}
 		sl, err := s.kv.put(key, kvPayload{Digest: Digest(req.ids), PromptTokens: len(req.ids), EngineID: s.engineID(), MM: req.mm.mix()})
 		if err != nil {
 			s.c.duplicate.Add(1)
@@ -117,7 +123,7 @@ func (s *Server) receive(ctx context.Context, req genRequest, base, key, engineI
 // (FaultNoKVParams); lost returns NIXL params and keeps no KV (FaultKVLost).
 type kvFaults struct{ none, lost bool }
 
-func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults) (handoffResult, error) {
+func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults, compute func() error) (handoffResult, error) {
 	local := handoffResult{source: 'r'}
 	p := req.kvParams
 	switch s.cfg.Role {
@@ -126,6 +132,9 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults) (
 			return local, nil
 		}
 		local.pdPrefill = true
+		if err := compute(); err != nil {
+			return local, err
+		}
 		if kf.none {
 			return local, nil
 		}

@@ -14,9 +14,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/smg-go/smg/test/sim/grpcsim"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(kvevents.LeakedGoroutine))
+}
 
 const waitFor, tick = 5 * time.Second, 5 * time.Millisecond
 

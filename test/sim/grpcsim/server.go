@@ -21,6 +21,9 @@ import (
 	tokenspeedpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeed"
 	tokenspeedencoderpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/tokenspeedencoder"
 	vllmpb "github.com/smg-go/smg/adapters/engine/grpcengine/pb/vllm"
+	"github.com/smg-go/smg/test/sim/compute"
+	"github.com/smg-go/smg/test/sim/kvcache"
+	"github.com/smg-go/smg/test/sim/kvevents"
 )
 
 // Server is one running simulated gRPC engine. Close stops it.
@@ -29,6 +32,8 @@ type Server struct {
 	faults []Fault
 	c      counters
 	kv     *kvStore
+	cache  *kvcache.Cache
+	eng    *compute.Engine
 	start  time.Time
 
 	grpc      *grpc.Server
@@ -43,13 +48,13 @@ type Server struct {
 	done      chan struct{} // closed by Close: ends KV leases
 	hc        *http.Client  // a decode's side-channel client (own transport, closed by Close)
 	unhealthy atomic.Bool   // SetHealthy(false): HealthCheck answers healthy=false
+	kvev      *kvevents.Set // KV event publishers per DP rank; nil without KV events
 	liveMu    sync.RWMutex
 	live      []Fault // faults added at run time (SetFault, POST /sim/fault)
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // request id -> cancel (Abort RPC)
 	sampled []Sampling                         // the sampling knobs of each Generate (capped)
-	cache   map[uint64]struct{}                // prompt digests computed here (prefix cache)
 	media   EPDStats                           // EPD seen, under mu
 }
 
@@ -63,14 +68,30 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, cache: map[uint64]struct{}{}, done: make(chan struct{}),
+	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, done: make(chan struct{}),
 		hc: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}}}
 	for _, f := range cfg.Faults {
 		ff, _ := ParseFault(f)
 		s.faults = append(s.faults, ff)
 	}
+	s.kvev, err = kvevents.NewSet(kvevents.Options{
+		Config: cfg.kvEvents, Encoding: kvevents.EncodingFor(cfg.kvEventsDialect(), cfg.KVEventsArray), BindHost: cfg.Host,
+	}, cfg.DPSize)
+	if err != nil {
+		return nil, fmt.Errorf("grpcsim: kv events: %w", err)
+	}
+	// The cache publishes to Config.KVEventSink and, with KV events on, through the
+	// streamed rank's publisher (one cache per instance).
+	sink := kvevents.Tee(cfg.KVEventSink, s.KVEventSink(s.streamRank()))
+	if s.cache, err = kvcache.New(kvcache.Config{BlockSize: cfg.PageSize, Blocks: cfg.KVCacheBlocks, Sink: sink}); err != nil {
+		_ = s.kvev.Close()
+		return nil, fmt.Errorf("grpcsim: %w", err)
+	}
+	s.eng = compute.New(compute.Config{MaxRunning: cfg.MaxRunning, PrefillTokensPerS: cfg.PrefillTokensPerS,
+		PrefillFixed: cfg.PrefillFixed, ChunkTokens: cfg.PrefillChunkTokens, TransferPerBlock: cfg.KVTransferPerBlock})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
+		_ = s.kvev.Close()
 		return nil, fmt.Errorf("grpcsim: listen: %w", err)
 	}
 	s.grpcLn = &trackingListener{Listener: ln, conns: &s.conns}
@@ -91,6 +112,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if s.statsLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.StatsPort))); err != nil {
 		_ = ln.Close()
+		_ = s.kvev.Close()
 		return nil, fmt.Errorf("grpcsim: stats listen: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -118,6 +140,7 @@ func Start(cfg Config) (*Server, error) {
 		if s.bootLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.BootstrapPort))); err != nil {
 			_ = ln.Close()
 			_ = s.statsLn.Close()
+			_ = s.kvev.Close()
 			return nil, fmt.Errorf("grpcsim: bootstrap listen: %w", err)
 		}
 		bmux := http.NewServeMux()
@@ -145,6 +168,7 @@ func (s *Server) Close() error {
 			_ = s.boot.Close()
 		}
 		s.wg.Wait()
+		_ = s.kvev.Close()
 		s.hc.CloseIdleConnections()
 	})
 	return nil
@@ -189,16 +213,26 @@ func (s *Server) health() (bool, string) {
 func (s *Server) Stats() Stats {
 	st := s.c.snapshot()
 	st.EPD = s.mediaSnapshot()
+	kv := s.cache.Stats()
+	st.Waiting = s.eng.Waiting()
+	st.PromptTokens, st.CachedTokens, st.EvictedBlocks, st.KVCacheBlocksUsed = kv.PromptTokens, kv.CachedTokens, kv.EvictedBlocks, kv.BlocksUsed
+	st.QueueMS, st.BusyMS = s.eng.QueueMS(), s.eng.BusyMS()
 	return st
 }
 
 // Reset zeroes the counters and the media log (gauges keep their live values).
 func (s *Server) Reset() {
 	s.c.reset()
+	s.cache.ResetCounters()
+	s.eng.Reset()
 	s.mu.Lock()
 	s.media = EPDStats{}
 	s.mu.Unlock()
 }
+
+// FlushCache drops every cached KV block, publishing AllBlocksCleared to
+// Config.KVEventSink (SGLang's flush_cache, vLLM's reset_prefix_cache).
+func (s *Server) FlushCache() { s.cache.Clear() }
 
 // PendingHandoffs is the number of live handoff keys (leak checks).
 func (s *Server) PendingHandoffs() int { return s.kv.size() }

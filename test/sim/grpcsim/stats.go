@@ -28,11 +28,21 @@ type Stats struct {
 	// Errors counts RPCs that ended with a non-OK status (faults included), except those the
 	// client cancelled or let expire (counted in Aborted).
 	Errors int64 `json:"errors"`
-	// Waiting is always 0 (no batching model); kept for the shared counter names.
+	// Waiting is the number of Generate RPCs queued for a compute slot (Config.MaxRunning).
 	Waiting int64 `json:"waiting"`
-	// PromptTokens counts prompt tokens computed (not cached); GenerationTokens output ids.
+	// PromptTokens totals the prompt tokens of the RPCs admitted to the KV cache (cached or
+	// not, computed or received); GenerationTokens output ids.
 	PromptTokens     int64 `json:"prompt_tokens"`
 	GenerationTokens int64 `json:"generation_tokens"`
+	// CachedTokens, EvictedBlocks, KVCacheBlocksUsed, QueueMS and BusyMS are the HTTP
+	// simulator's (test/sim Stats): local prefix-cache hits in tokens, LRU evictions,
+	// blocks holding KV now, time RPCs waited for admission and time at least one RPC held
+	// a compute slot (ms).
+	CachedTokens      int64 `json:"cached_tokens"`
+	EvictedBlocks     int64 `json:"evicted_blocks"`
+	KVCacheBlocksUsed int64 `json:"kv_cache_blocks_used"`
+	QueueMS           int64 `json:"queue_ms"`
+	BusyMS            int64 `json:"busy_ms"`
 	// AbortRPCs counts Abort RPCs received (every request id counts once).
 	AbortRPCs int64 `json:"abort_rpcs"`
 	// TokenizerRequests counts GetTokenizer RPCs received (answered or refused).
@@ -54,7 +64,7 @@ type Stats struct {
 
 type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
-	running, maxRunning, errors, promptTokens, genTokens, abortRPCs     atomic.Int64
+	running, maxRunning, errors, genTokens, abortRPCs                   atomic.Int64
 	lastAbort, canary, tokenizer                                        atomic.Int64
 	dpRanks                                                             [maxDPSize]atomic.Int64
 	mm                                                                  mmCounters
@@ -65,7 +75,7 @@ func (c *counters) snapshot() Stats {
 		Requests: c.requests.Load(), HandoffsSent: c.sent.Load(), HandoffsReceived: c.received.Load(),
 		RecomputedPrompts: c.recomputed.Load(), UnmatchedRooms: c.unmatched.Load(),
 		DuplicateRooms: c.duplicate.Load(), Aborted: c.aborted.Load(), Running: c.running.Load(),
-		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(), PromptTokens: c.promptTokens.Load(),
+		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
 		DPRankRequests: c.dpSnapshot(), CanaryRequests: c.canary.Load(), TokenizerRequests: c.tokenizer.Load(),
 		MM: c.mm.snapshot(),
@@ -74,7 +84,7 @@ func (c *counters) snapshot() Stats {
 
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.sent, &c.received, &c.recomputed, &c.unmatched,
-		&c.duplicate, &c.aborted, &c.errors, &c.promptTokens, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary, &c.tokenizer} {
+		&c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary, &c.tokenizer} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {

@@ -1,0 +1,4 @@
+package kvevents
+
+// FromProto exposes fromProto to the external tests.
+var FromProto = fromProto

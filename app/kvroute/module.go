@@ -1,0 +1,61 @@
+package kvroute
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
+	"github.com/smg-go/smg/adapters/kvevents"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
+)
+
+type moduleIn struct {
+	fx.In
+	LC     fx.Lifecycle
+	Config config.Config
+	Store  ports.WorkerStore
+	Pool   *grpcengine.Pool
+	Log    *slog.Logger `optional:"true"`
+}
+
+// Module provides the Router as policy.KVPrefixes when --kv-events-routing is on (nil
+// otherwise), following the worker registry and running its subscriptions from start to
+// stop.
+func Module() fx.Option {
+	return fx.Module("kvroute", fx.Provide(func(in moduleIn) (policy.KVPrefixes, error) {
+		if !in.Config.KVEventsRouting {
+			return nil, nil
+		}
+		ttl := in.Config.KVSpeculativeTTL
+		if ttl == 0 {
+			ttl = -1 // the flag's 0 means none; Options' 0 means the default
+		}
+		r, err := New(Options{Dial: PoolDialer(in.Pool), MaxBlocks: in.Config.KVIndexMaxBlocks,
+			SpeculativeTTL: ttl, Subscriber: kvevents.Options{Logger: in.Log}})
+		if err != nil {
+			return nil, err
+		}
+		r.Watch(in.Store)
+		in.LC.Append(fx.Hook{
+			OnStart: func(context.Context) error { r.Start(); return nil },
+			OnStop:  func(context.Context) error { r.Stop(); return nil },
+		})
+		return r, nil
+	}))
+}
+
+// PoolDialer opens a worker's SubscribeKvEvents client on its pooled gRPC channel.
+func PoolDialer(pool *grpcengine.Pool) Dialer {
+	return func(w worker.Worker) (kvevents.KvEventsClient, error) {
+		cc, err := pool.Conn(w)
+		if err != nil {
+			return nil, err
+		}
+		return kvevents.ClientFor(w, cc)
+	}
+}

@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"math"
+
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// DefaultKVOverlapWeight is Options.KVOverlapWeight's default: a prompt whose whole prefix
+// a worker holds is worth 4 in-flight requests on it.
+const DefaultKVOverlapWeight = 4.0
+
+// KVPrefixes is the engines' own view of which worker holds which prompt prefix in its KV
+// cache (app/kvroute: one domain/kvindex fed by the workers' KV-event streams, plus
+// short-lived speculative entries). cache_aware consults it for requests whose token ids
+// are known (Request.TokenIDs). Methods are called on the selection path, under the leg's
+// selection lock: they must be fast and safe for concurrent use.
+type KVPrefixes interface {
+	// Live reports whether the event stream of the worker registered at url is live
+	// (subscribed and connected): its matches are trusted. A worker that is not live is
+	// scored with the approximate tree.
+	Live(url string) bool
+	// Matched returns, for each worker url holding at least the first block of tokens under
+	// model, the length in tokens of the leading prefix it holds (event-driven and
+	// speculative entries, the longer of the two).
+	Matched(model string, tokens []uint32) map[string]int
+	// Speculate records that tokens were just routed to url under model: a short-lived entry
+	// Matched reports until it expires, so a burst of one prompt does not scatter before
+	// the worker's first event arrives.
+	Speculate(url, model string, tokens []uint32)
+}
+
+// selectKV is cache_aware's pick when the request's token ids are known and at least one
+// candidate's event stream is live. Cost model, per candidate i (lowest wins):
+//
+//	cost_i = load_i − KVOverlapWeight × hit_i
+//
+// load_i is the worker's in-flight requests (worker.Live.Load); hit_i in [0, 1] is the share
+// of the prompt's tokens the worker already holds: from KVPrefixes.Matched for live workers,
+// else the approximate tree's match rate when the worker is recorded at the deepest matched
+// node and the rate is above CacheThreshold (0 otherwise). Ties go to the min-load
+// candidate's order (in-flight, picks made by this instance, index). SMG's balance gate
+// stays: when the winner holds a prefix but its load is > avg × BalanceRelThreshold and
+// > avg + BalanceAbsThreshold, the min-load candidate is taken instead (cache_spill).
+// Branches: cache_hit (the winner holds a prefix), cache_spill, cache_miss. The chosen
+// live worker gets a speculative entry for the prompt. ok is false when no candidate is
+// live (the caller takes the approximate path).
+func (p *CacheAware) selectKV(c []*worker.Live, req *Request, t *radixTree, loads []int64, ids []int32,
+	minIdx int, avg float64) (chosen int, branch string, ok bool) {
+	kv := p.kv
+	var lbuf [16]bool
+	live := lbuf[:0]
+	if len(c) > len(lbuf) {
+		live = make([]bool, 0, len(c))
+	}
+	anyLive := false
+	for _, w := range c {
+		l := kv.Live(w.URL)
+		live = append(live, l)
+		anyLive = anyLive || l
+	}
+	if !anyLive {
+		return 0, "", false
+	}
+	matched := kv.Matched(req.Model, req.TokenIDs)
+	total := float64(len(req.TokenIDs))
+	var approxRate float64
+	var approxAt *node
+	if req.Text != "" {
+		if m, n := t.match(req.Text); float64(m)/float64(len(req.Text)) > p.threshold {
+			approxRate, approxAt = float64(m)/float64(len(req.Text)), n
+		}
+	}
+	best, bestCost, bestHit := -1, math.Inf(1), 0.0
+	for i, w := range c {
+		hit := 0.0
+		if live[i] {
+			hit = math.Min(float64(matched[w.URL])/total, 1)
+		} else if approxAt != nil && approxAt.hasTenant(ids[i]) {
+			hit = approxRate
+		}
+		cost := float64(loads[i]) - p.overlap*hit
+		if cost < bestCost || (cost == bestCost && i == minIdx) {
+			best, bestCost, bestHit = i, cost, hit
+		}
+	}
+	chosen, branch = best, wire.BranchCacheMiss
+	if bestHit > 0 {
+		branch = wire.BranchCacheHit
+		if l := float64(loads[best]); l > avg*p.relThresh && l > avg+p.absThresh {
+			chosen, branch = minIdx, wire.BranchCacheSpill
+		}
+	}
+	if live[chosen] {
+		kv.Speculate(c[chosen].URL, req.Model, req.TokenIDs)
+	}
+	return chosen, branch, true
+}
+
+// hasTenant reports whether tenant id is recorded at n.
+func (n *node) hasTenant(id int32) bool {
+	for _, s := range n.tenants {
+		if s.tenant == id {
+			return true
+		}
+	}
+	return false
+}

@@ -142,3 +142,36 @@ func TestTokenizerPathTokenizesWithTheRealTokenizer(t *testing.T) {
 	_, err := sim.Start(cfgOf(sim.EngineVLLM, sim.RolePrefill, func(c *sim.Config) { c.TokenizerPath = t.TempDir() }))
 	assert.ErrorContains(t, err, "tokenizer.json")
 }
+
+// SGLang's POST /flush_cache and vLLM's POST /reset_prefix_cache drop the cache: the next
+// repeat is cold, and the sink sees AllBlocksCleared.
+func TestFlushCacheEndpointsClearTheCache(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ engine, path string }{{sim.EngineSGLang, "/flush_cache"}, {sim.EngineVLLM, "/reset_prefix_cache"}} {
+		t.Run(c.engine, func(t *testing.T) {
+			t.Parallel()
+			sink := &sinkRec{}
+			// A SGLang decode told of SGLang's fake bootstrap host computes locally.
+			s := start(t, cfgOf(c.engine, sim.RoleDecode, func(cfg *sim.Config) { cfg.KVEventSink = sink; cfg.BlockSize = 4 }))
+			send := func() int {
+				return parseCompl(t, post(s.URL()+"/v1/completions", map[string]any{"prompt": words(0, 9), "max_tokens": 1,
+					"bootstrap_host": "2.2.2.2", "bootstrap_room": 1})).Usage.PromptTokensDetails.CachedTokens
+			}
+			assert.Equal(t, 0, send())
+			assert.Equal(t, 8, send())
+			r := post(s.URL()+c.path, nil)
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			assert.Equal(t, 0, send(), "flushed")
+			assert.Zero(t, s.Stats().EvictedBlocks, "a flush is not an eviction")
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			var cleared int
+			for _, e := range sink.evs {
+				if e.Cleared {
+					cleared++
+				}
+			}
+			assert.Equal(t, 1, cleared)
+		})
+	}
+}

@@ -30,7 +30,7 @@ TOOL_INSTALL = GOTOOLCHAIN=local GOFLAGS=-buildvcs=false nice -n 10 $(GO) instal
 ## tools: build helm, kubeconform, promtool and the Kubernetes JSON schemas into $(TOOLS_DIR) (once per version)
 tools: $(HELM) $(KUBECONFORM) $(PROMTOOL) $(K8S_SCHEMAS)/.done
 
-## helm-bin: helm alone (make test needs it before go test: test/deploy renders the chart)
+## helm-bin: helm alone (test/deploy renders the chart with it)
 helm-bin: $(HELM)
 $(HELM):
 	GOBIN=$(@D) $(TOOL_INSTALL) helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

@@ -221,7 +221,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		o.dtimer.stop()
 		return nil, d.attemptError(ctx, o, func() *legFault {
 			if msg := upstreamMessage(body); handoff.IsKVTransferFailure(msg) && !o.prefillDone.Load() {
-				return kvPeerFault("prefill", p, msg)
+				return d.bootstrapFault("prefill", p, msg)
 			}
 			return &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
 		})
@@ -317,7 +317,9 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 	if !ok2xx(resp.Status) {
 		body := readLimited(resp.Body)
 		if msg := upstreamMessage(body); handoff.IsKVTransferFailure(msg) && !o.decodeOut.Load() {
-			fail(kvPeerFault("decode", o.decode, msg))
+			if o.ctx.Err() == nil {
+				fail(d.bootstrapFault("decode", o.decode, msg))
+			}
 			return
 		}
 		fail(&legFault{w: p, status: resp.Status, e: prefillError(resp.Status, body)})

@@ -65,7 +65,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 	ferr := guard.Feed(buf[:n], collect)
 	if ferr == nil && guard.First != nil && !o.prefillDone.Load() {
 		if msg, ok := handoff.EngineErrorEvent(guard.First); ok && handoff.IsKVTransferFailure(msg) {
-			return false, d.attemptError(o.reqCtx, o, func() *legFault { return kvPeerFault("prefill", o.prefill, msg) })
+			return false, d.attemptError(o.reqCtx, o, func() *legFault { return d.bootstrapFault("prefill", o.prefill, msg) })
 		}
 	}
 	if o.kvPull {

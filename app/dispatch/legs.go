@@ -194,7 +194,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 	p, dc *worker.Live, hdr http.Header) (*open, error) {
 	legCtx, cancel, detach := legContext(ctx)
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx, pdone: make(chan prefillResult, 1),
-		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
+		stream: rq.Stream, model: metricModel(rq.Model, p), runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
 	o.dtimer = d.decodeTimer(o)
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() {

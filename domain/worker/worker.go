@@ -207,6 +207,15 @@ func (w Worker) BootstrapHost() string {
 	return h
 }
 
+// ServedModel returns the model id the worker serves first (the one a request without a
+// model is served and counted under), or "" for a worker that serves any model.
+func (w Worker) ServedModel() string {
+	if len(w.Models) == 0 {
+		return ""
+	}
+	return w.Models[0]
+}
+
 // ServesModel reports whether the worker serves model id m. A worker without models serves
 // every model.
 func (w Worker) ServesModel(m string) bool {

@@ -93,6 +93,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("worker-urls")
 	fs.StringVar(&cfg.WorkersFile, "workers-file", cfg.WorkersFile, "YAML or JSON `file` listing workers as POST /workers bodies (kv_connector, labels and all); registered at start-up, re-read on change and on SIGHUP")
 	add("workers-file")
+	fs.BoolVar(&cfg.EnableIGW, "enable-igw", cfg.EnableIGW, "SMG's Inference Gateway mode: every model and worker kind through one gateway, workers registered at runtime (this gateway always runs so); a leg's power_of_two is then not checked against the startup workers")
+	add("enable-igw")
 	fs.BoolVar(&cfg.ServiceDiscovery, "service-discovery", cfg.ServiceDiscovery, "register Kubernetes pods matching the role selectors (Running, Ready, with a pod IP) as workers, and drain them when they go")
 	add("service-discovery")
 	fs.StringArrayVar(&cfg.PrefillSelector, "prefill-selector", cfg.PrefillSelector, "label `key=value` pairs of prefill pods (several may follow the flag)")

@@ -49,6 +49,18 @@ const (
 	RuntimeExternal    Runtime = "external"
 )
 
+// HasGRPCService reports whether the gateway speaks rt's gRPC engine service: the SGLang,
+// vLLM and TokenSpeed services of SMG's protos (grpc.md §1.2), or an unspecified runtime,
+// which is detected among them. TensorRT-LLM, MLX and the other runtimes are not, so a
+// grpc:// worker of theirs can be neither detected nor health-probed here.
+func (rt Runtime) HasGRPCService() bool {
+	switch rt {
+	case RuntimeUnspecified, "", RuntimeSGLang, RuntimeVLLM, RuntimeTokenSpeed:
+		return true
+	}
+	return false
+}
+
 // ParseRuntime returns the Runtime for s ("" is unspecified), or an error naming the accepted values.
 func ParseRuntime(s string) (Runtime, error) {
 	if s == "" {

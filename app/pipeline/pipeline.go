@@ -148,6 +148,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	clientID, base := pl.responseID(j)
 	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
+	pl.logPair(ctx, rq, p, dc, units)
 	if err := attachMedia(j, proto, units, dc); err != nil {
 		return false, err
 	}

@@ -195,7 +195,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	}
 	stop := make(chan struct{})
 	dch := reader(dst, stop)
-	first, completed := false, false
+	first, completed, cacheNoted := false, false, false
 	items := 0 // messages the decode sent
 	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
 	defer stopDT()
@@ -241,6 +241,10 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			first, dtC = true, nil
 			if empty(it.ev) {
 				continue
+			}
+			if it.ev.Complete && !cacheNoted {
+				cacheNoted = true
+				pl.noteDecodeCache(gctx, u, it.ev)
 			}
 			if r.event(u, it.ev) {
 				if it.ev.Complete {

@@ -73,7 +73,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Name: NameKVConnectorMode, Help: "vLLM PD dispatches by KV connector mode (nixl, mooncake, moriio, passthrough).",
 		}, []string{LabelMode}),
 		kvTransferFailures: counter(NameKVTransferFailures, "KV handoffs that failed: a NIXL prefill returned no kv_transfer_params, or a MoRI-IO pair or handoff check failed."),
-		bootstrapFailures:  counter(NameBootstrapFailures, "HTTP bootstrap injection failures."),
+		bootstrapFailures:  counter(NameBootstrapFailures, "PD bootstrap failures: an engine reported that the KV handoff of its bootstrap room failed while the peer leg never came (HTTP and gRPC)."),
 		recomputed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameRecomputedPrompts, Help: "Prompt tokens PD decode workers computed themselves instead of receiving their KV (the decode reported fewer cached tokens than the prompt, by more than one KV page), by decode worker and KV connector.",
 		}, []string{LabelDecode, LabelConnector}),

@@ -100,6 +100,8 @@ type Dispatcher struct {
 	grpc      GRPCPipeline
 	// bodies bounds the request bodies held at once (--max-inflight-body-mb); nil: unbounded.
 	bodies *bodyBudget
+	// recomputes detects decodes that recomputed the prompt (non-streaming answers).
+	recomputes Recomputes
 }
 
 // New builds a Dispatcher.

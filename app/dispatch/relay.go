@@ -285,6 +285,9 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 			return &legFault{w: o.decode, status: http.StatusBadGateway, cause: errMalformed, e: e}
 		})
 	}
+	if u, ok := handoff.PrefillUsage(o.route, body); ok && u.HasCached { // the decode's own usage
+		d.recomputes.Note(o.reqCtx, d.log, d.metrics, o.prefill, o.decode, int(u.Prompt), int(u.Cached))
+	}
 	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {
 		if f := o.awaitPrefill(); f != nil {
 			return false, d.attemptError(o.reqCtx, o, func() *legFault { return f })

@@ -81,7 +81,7 @@ type Pipeline struct {
 	engineIDs    EngineIDReader
 	facts        func(ctx context.Context, w *worker.Live)
 	refreshing   sync.Map // worker id -> struct{}: a facts refresh in flight (refreshFactsLater)
-	recomputes   recomputeWarns
+	recomputes   dispatch.Recomputes
 
 	bg        sync.WaitGroup
 	closing   chan struct{}

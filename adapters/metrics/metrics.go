@@ -29,6 +29,7 @@ type Metrics struct {
 	connectorMode      *prometheus.CounterVec
 	kvTransferFailures prometheus.Counter
 	bootstrapFailures  prometheus.Counter
+	recomputed         *prometheus.CounterVec
 	admissionWaits     prometheus.Counter
 	admissionSheds     prometheus.Counter
 
@@ -72,9 +73,12 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Name: NameKVConnectorMode, Help: "vLLM PD dispatches by KV connector mode (nixl, mooncake, moriio, passthrough).",
 		}, []string{LabelMode}),
 		kvTransferFailures: counter(NameKVTransferFailures, "KV handoffs that failed: a NIXL prefill returned no kv_transfer_params, or a MoRI-IO pair or handoff check failed."),
-		bootstrapFailures:  counter(NameBootstrapFailures, "HTTP bootstrap injection failures."),
-		admissionWaits:     counter(NameAdmissionWaits, "PD dispatches admitted after waiting for a decode slot."),
-		admissionSheds:     counter(NameAdmissionSheds, "PD dispatches shed at the decode admission window."),
+		bootstrapFailures:  counter(NameBootstrapFailures, "PD bootstrap failures: an engine reported that the KV handoff of its bootstrap room failed while the peer leg never came (HTTP and gRPC)."),
+		recomputed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameRecomputedPrompts, Help: "Prompt tokens PD decode workers computed themselves instead of receiving their KV (the decode reported fewer cached tokens than the prompt, by more than one KV page), by decode worker and KV connector.",
+		}, []string{LabelDecode, LabelConnector}),
+		admissionWaits: counter(NameAdmissionWaits, "PD dispatches admitted after waiting for a decode slot."),
+		admissionSheds: counter(NameAdmissionSheds, "PD dispatches shed at the decode admission window."),
 		selection: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameWorkerSelection, Help: "Worker picks per leg.",
 		}, []string{LabelWorkerType, LabelConnectionMode, LabelModel, LabelPolicy}),
@@ -90,7 +94,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 		models: make(map[string]struct{}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.ttft, m.prefill, m.kvTransfer, m.connectorMode, m.kvTransferFailures, m.bootstrapFailures,
+		m.ttft, m.prefill, m.kvTransfer, m.connectorMode, m.kvTransferFailures, m.bootstrapFailures, m.recomputed,
 		m.admissionWaits, m.admissionSheds, m.selection, m.active, m.health, m.healthChecks,
 	} {
 		if err := reg.Register(c); err != nil {

@@ -9,6 +9,7 @@ const (
 	NameKVConnectorMode      = "smg_pd_kv_connector_mode_total"
 	NameKVTransferFailures   = "smg_pd_kv_transfer_failures_total"
 	NameBootstrapFailures    = "smg_pd_bootstrap_failures_total"
+	NameRecomputedPrompts    = "smg_pd_recomputed_prompts_total"
 	NameAdmissionWaits       = "smg_pd_admission_waits_total"
 	NameAdmissionSheds       = "smg_pd_admission_sheds_total"
 	NameWorkerSelection      = "smg_worker_selection_total"
@@ -25,6 +26,8 @@ const (
 	LabelPolicy         = "policy"
 	LabelWorker         = "worker"
 	LabelResult         = "result"
+	LabelDecode         = "decode"
+	LabelConnector      = "connector"
 
 	// BackendTypePD is the backend_type label value of every smg_pd_* histogram.
 	BackendTypePD = "pd"

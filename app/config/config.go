@@ -227,6 +227,14 @@ type Config struct {
 	// the workers file); with any worker registered the usual rule applies.
 	ReadyWithoutWorkers bool
 
+	// EnableIGW is --enable-igw, SMG's Inference Gateway mode: one gateway serving every
+	// model and worker kind (HTTP and gRPC), with workers arriving at runtime. This gateway
+	// always runs that way, so the flag is accepted for SMG's command lines; its one
+	// documented effect (seed "Per-Phase Policies") is that a leg's power_of_two is not
+	// checked against the startup worker count. Service discovery implies it (seed
+	// "Kubernetes Service Discovery").
+	EnableIGW bool
+
 	// Kubernetes service discovery (seed "Kubernetes Service Discovery", smg-spec.md §10).
 	ServiceDiscovery          bool     // --service-discovery: watch pods and register the matching ones
 	PrefillSelector           []string // --prefill-selector key=value ...: prefill pods (PD mode)

@@ -204,10 +204,16 @@ func (c Config) validatePolicies() error {
 		}
 	}
 	if c.PDDisaggregation {
-		if err := legStartup(c.PrefillPolicyName(), policy.LegPrefill, len(c.Prefill)); err != nil {
+		// With service discovery or --enable-igw the workers arrive later: only the leg rule
+		// applies (seed "Per-Phase Policies").
+		prefills, decodes := len(c.Prefill), len(c.Decode)
+		if c.ServiceDiscovery || c.EnableIGW {
+			prefills, decodes = 0, 0
+		}
+		if err := legStartup(c.PrefillPolicyName(), policy.LegPrefill, prefills); err != nil {
 			return bad(policyFlag(c.PrefillPolicy, "--prefill-policy"), "%s", err)
 		}
-		if err := legStartup(c.DecodePolicyName(), policy.LegDecode, len(c.Decode)); err != nil {
+		if err := legStartup(c.DecodePolicyName(), policy.LegDecode, decodes); err != nil {
 			return bad(policyFlag(c.DecodePolicy, "--decode-policy"), "%s", err)
 		}
 	}

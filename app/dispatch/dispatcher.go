@@ -106,6 +106,8 @@ type Dispatcher struct {
 	grpc      GRPCPipeline
 	// bodies bounds the request bodies held at once (--max-inflight-body-mb); nil: unbounded.
 	bodies *bodyBudget
+	// recomputes detects decodes that recomputed the prompt (non-streaming answers).
+	recomputes Recomputes
 }
 
 // New builds a Dispatcher.
@@ -191,15 +193,14 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			preq.TokenIDs = rt.RoutingTokens(rq)
 		}
 		hdr := d.legHeaders(r.Header)
-		// The access log and RED series learn the model and endpoint. Both engines get the
-		// request id the gateway answers with: a client's X-Request-Id is forwarded as sent
-		// (its values are checked, e.g. for MoRI-IO markers), else the gateway's id (minted,
-		// or read from another request-id header) is added.
+		// The access log and RED series learn the model and endpoint. A client's X-Request-Id
+		// is forwarded as sent (its values are checked, e.g. for MoRI-IO markers); the
+		// gateway's own id (minted with the route's prefix, or read from another request-id
+		// header) is not added, as SMG does not (middleware/request_id.rs keeps it in the
+		// request's extensions): vLLM builds its response id as the route prefix plus
+		// X-Request-Id, so a forwarded `chatcmpl-…` came back as `chatcmpl-chatcmpl-…`.
 		ri := ports.RequestInfoFrom(r.Context())
 		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
-		if id := ri.RequestID(); id != "" && hdr.Get(wire.HeaderRequestID) == "" {
-			hdr.Set(wire.HeaderRequestID, id)
-		}
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {

@@ -165,6 +165,16 @@ func (d *Dispatcher) decodeTimeoutFault(dc *worker.Live, stream bool) *legFault 
 		Message: "decode worker " + dc.ID + " sent no output within " + flag + " (" + secsText(lim) + ")"}}
 }
 
+// bootstrapFault is kvPeerFault for a failure the dispatcher acts on: the bootstrap
+// rendezvous of the pair failed, so smg_pd_bootstrap_failures_total grows by one (seed
+// "PD Metrics"; the injection itself cannot fail here: a body that is not a JSON object is
+// refused with 400 before a pair is selected, so the room the engines never met is where a
+// bootstrap fails).
+func (d *Dispatcher) bootstrapFault(leg string, w *worker.Live, peerMsg string) *legFault {
+	d.metrics.IncBootstrapFailure()
+	return kvPeerFault(leg, w, peerMsg)
+}
+
 // kvPeerFault blames w, the leg that had not answered when its peer engine reported that
 // the KV handoff failed waiting for it (SGLang's KVTransferError; engines.md §2.4): 502
 // <leg>_kv_transfer_failed, counted as unresponsive, never on the reporting peer.

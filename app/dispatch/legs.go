@@ -194,7 +194,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 	p, dc *worker.Live, hdr http.Header) (*open, error) {
 	legCtx, cancel, detach := legContext(ctx)
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx, pdone: make(chan prefillResult, 1),
-		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
+		stream: rq.Stream, model: metricModel(rq.Model, p), runtime: string(p.Runtime), route: rq.Route, keep: rq.Logprobs, forceJSON: rq.Logprobs}
 	path := rq.Route.Path()
 	o.dtimer = d.decodeTimer(o)
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() {
@@ -221,7 +221,7 @@ func (d *Dispatcher) openParallel(ctx context.Context, rq *handoff.Request, legs
 		o.dtimer.stop()
 		return nil, d.attemptError(ctx, o, func() *legFault {
 			if msg := upstreamMessage(body); handoff.IsKVTransferFailure(msg) && !o.prefillDone.Load() {
-				return kvPeerFault("prefill", p, msg)
+				return d.bootstrapFault("prefill", p, msg)
 			}
 			return &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
 		})
@@ -317,7 +317,9 @@ func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) 
 	if !ok2xx(resp.Status) {
 		body := readLimited(resp.Body)
 		if msg := upstreamMessage(body); handoff.IsKVTransferFailure(msg) && !o.decodeOut.Load() {
-			fail(kvPeerFault("decode", o.decode, msg))
+			if o.ctx.Err() == nil {
+				fail(d.bootstrapFault("decode", o.decode, msg))
+			}
 			return
 		}
 		fail(&legFault{w: p, status: resp.Status, e: prefillError(resp.Status, body)})

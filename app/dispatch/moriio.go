@@ -56,7 +56,7 @@ func (d *Dispatcher) moriio(ctx context.Context, w http.ResponseWriter, rq *hand
 		"concurrent", pair.Concurrent, "transfer_id", plan.TransferID)
 	legCtx, cancel, detach := legContext(ctx)
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
-		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
+		stream: rq.Stream, model: metricModel(rq.Model, p), runtime: string(p.Runtime), route: rq.Route}
 	path := rq.Route.Path()
 	if pair.Concurrent {
 		return d.moriioConcurrent(w, o, plan, hdr)

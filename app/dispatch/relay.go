@@ -65,7 +65,7 @@ func (d *Dispatcher) relayStream(w http.ResponseWriter, o *open) (committed bool
 	ferr := guard.Feed(buf[:n], collect)
 	if ferr == nil && guard.First != nil && !o.prefillDone.Load() {
 		if msg, ok := handoff.EngineErrorEvent(guard.First); ok && handoff.IsKVTransferFailure(msg) {
-			return false, d.attemptError(o.reqCtx, o, func() *legFault { return kvPeerFault("prefill", o.prefill, msg) })
+			return false, d.attemptError(o.reqCtx, o, func() *legFault { return d.bootstrapFault("prefill", o.prefill, msg) })
 		}
 	}
 	if o.kvPull {
@@ -284,6 +284,9 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 		return false, d.attemptError(o.reqCtx, o, func() *legFault {
 			return &legFault{w: o.decode, status: http.StatusBadGateway, cause: errMalformed, e: e}
 		})
+	}
+	if u, ok := handoff.PrefillUsage(o.route, body); ok && u.HasCached { // the decode's own usage
+		d.recomputes.Note(o.reqCtx, d.log, d.metrics, o.prefill, o.decode, int(u.Prompt), int(u.Cached))
 	}
 	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {
 		if f := o.awaitPrefill(); f != nil {

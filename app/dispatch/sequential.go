@@ -45,7 +45,7 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 	defer rel()
 	legCtx, cancel, detach := legContext(ctx)
 	o := &open{prefill: p, decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
-		stream: rq.Stream, model: rq.Model, runtime: string(p.Runtime), route: rq.Route}
+		stream: rq.Stream, model: metricModel(rq.Model, p), runtime: string(p.Runtime), route: rq.Route}
 	o.prefillDone.Store(true) // the decode leg starts only once the prefill answered
 	o.holdPrefill = true
 	path := rq.Route.Path()

@@ -24,7 +24,9 @@ type ProbeFunc func(ctx context.Context, w *worker.Live) error
 // added (or already registered at Start), then every interval (the worker's health override,
 // else cfg.HealthCheckInterval). Each result goes through Transition and a changed status is
 // written with store.SetStatus. failed workers are no longer probed; draining workers are
-// skipped. With cfg.DisableHealthCheck, or a worker's Health.Disable, nothing is probed.
+// skipped. With cfg.DisableHealthCheck, or a worker's Health.Disable, nothing is probed; a
+// grpc:// worker whose runtime's service the gateway does not speak (trtllm, mlx) is not
+// probed either.
 //
 // One goroutine runs per probed worker; all of them end on Stop or when the worker is
 // removed from the store.
@@ -179,6 +181,9 @@ func (c *Checker) onEvent(ev ports.WorkerEvent) {
 func (c *Checker) startLoop(w *worker.Live) {
 	if w == nil || w.Health.Disable {
 		return
+	}
+	if w.Mode == worker.ConnGRPC && !w.Runtime.HasGRPCService() {
+		return // no probe exists for it here (TensorRT-LLM, MLX): kept as registered
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -19,12 +19,16 @@ import (
 // its room) or a decode's KV wait (KVPoll.WaitingForInput: its prefill never sent), both
 // INTERNAL over gRPC (engines.md §2.4, grpc.md §3.2). The HTTP dispatcher's rule applies
 // (dispatch.KVPeerFault): 502 <silent leg>_kv_transfer_failed charged to the silent leg as
-// unresponsive, never to the reporter, so the retry keeps away from the silent worker. nil
+// unresponsive, never to the reporter, so the retry keeps away from the silent worker, and
+// counted in smg_pd_bootstrap_failures_total (the pair's bootstrap room was never met). nil
 // when err is another failure.
 func (pl *Pipeline) kvPeerFault(ctx context.Context, silentLeg string, silent, reporter ports.GRPCLeg, err error) *fault {
 	_, msg := grpcengine.ErrorStatus(err)
 	if !handoff.IsKVTransferFailure(msg) {
 		return nil
+	}
+	if pl.metrics != nil {
+		pl.metrics.IncBootstrapFailure() // the pair's bootstrap rendezvous failed
 	}
 	pl.log.WarnContext(ctx, "gRPC PD leg gave up on the KV handoff; the silent peer is blamed",
 		"leg", silentLeg, "worker", silent.Worker.DisplayURL(), "engine_request_id", silent.RequestID,

@@ -41,10 +41,12 @@ func (f fetcher) FetchTokenizerBundle(ctx context.Context, url string) (text.Bun
 // TextModule provides the tokenizer registry (*text.Registry): local sources first
 // (--tokenizer-path, --model-path, worker labels), then the workers' GetTokenizer bundles
 // through the gRPC pool; --chat-template overrides the model's template.
+// At start-up a --model-path or --tokenizer-path that is not a local path (a hub id) is
+// reported with a WARN (warnUnfetchable).
 func TextModule() fx.Option {
 	return fx.Module("text", fx.Provide(func(cfg config.Config, store ports.WorkerStore, pool *grpcengine.Pool) *text.Registry {
 		return text.NewRegistry(text.OSFiles{}, NewBundleFetcher(store, pool), text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
-	}))
+	}), fx.Invoke(func(cfg config.Config, log *slog.Logger) { warnUnfetchable(cfg, text.OSFiles{}, log) }))
 }
 
 type moduleIn struct {

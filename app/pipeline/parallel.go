@@ -113,9 +113,14 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	// output goes out (grpc.md §1.8); the decode's items are held meanwhile.
 	hold := r.j.stream && r.j.lp.on
 	var held []ports.GRPCEvent
+	cacheNoted := false // the decode's first complete was read for a silent recompute
 	consume := func(ev ports.GRPCEvent) {
 		if completed || stopped {
 			return
+		}
+		if ev.Complete && !cacheNoted {
+			cacheNoted = true
+			pl.noteDecodeCache(gctx, u, ev)
 		}
 		if r.event(u, ev) {
 			if ev.Complete {

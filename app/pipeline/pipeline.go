@@ -81,6 +81,7 @@ type Pipeline struct {
 	engineIDs    EngineIDReader
 	facts        func(ctx context.Context, w *worker.Live)
 	refreshing   sync.Map // worker id -> struct{}: a facts refresh in flight (refreshFactsLater)
+	recomputes   dispatch.Recomputes
 
 	bg        sync.WaitGroup
 	closing   chan struct{}
@@ -148,6 +149,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	clientID, base := pl.responseID(j)
 	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
+	pl.logPair(ctx, rq, p, dc, units)
 	if err := attachMedia(j, proto, units, dc); err != nil {
 		return false, err
 	}

@@ -101,9 +101,19 @@ func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string,
 func (r *responder) prefilled(u *unit, ev ports.GRPCEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.gotPrompt[u.prompt] {
-		r.gotPrompt[u.prompt], r.prompt[u.prompt] = true, ev
+	i := u.prompt
+	if !r.gotPrompt[i] {
+		r.gotPrompt[i], r.prompt[i] = true, ev
+		return
 	}
+	// Another sample of the same prompt (the n>1 fan-out): usage describes the client's
+	// prompt once, as SMG's build_usage does (routers/grpc/common/response_formatting.rs:
+	// the prompt is shared by every choice, so it is not summed). Its cached tokens are
+	// what the prompt found in the cache, the fewest any sample reported: a sample whose
+	// prefill ran after a sibling's hit the KV this very request wrote.
+	p := &r.prompt[i]
+	p.PromptTokens = max(p.PromptTokens, ev.PromptTokens)
+	p.CachedTokens = min(p.CachedTokens, ev.CachedTokens)
 }
 
 // event consumes one decode message of u; done reports that every sample of u has

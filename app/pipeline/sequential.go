@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -160,6 +161,10 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			"prefill", p.DisplayURL(), "engine_request_id", pre.RequestID)
 	}
 	handed := dec.KVTransferJSON != "" || dec.KVPort != 0 // the decode loads the prefill's KV
+	if pl.log.Enabled(gctx, slog.LevelDebug) {            // the HTTP dispatcher's "vLLM PD pair" line
+		pl.log.DebugContext(gctx, "vLLM PD pair", "prefill", p.DisplayURL(), "decode", dec.Worker.DisplayURL(), "mode", mode,
+			"transfer_id", transferID, "params_relayed", dec.KVTransferJSON != "", "legacy_bootstrap", dec.KVPort != 0)
+	}
 	// The prefill's success waits, when it handed off KV, for the decode's first item: a
 	// decode failing to load that KV first may turn it into the prefill's failure
 	// (kvLoadFault takes it then).
@@ -190,7 +195,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	}
 	stop := make(chan struct{})
 	dch := reader(dst, stop)
-	first, completed := false, false
+	first, completed, cacheNoted := false, false, false
 	items := 0 // messages the decode sent
 	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
 	defer stopDT()
@@ -236,6 +241,10 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			first, dtC = true, nil
 			if empty(it.ev) {
 				continue
+			}
+			if it.ev.Complete && !cacheNoted {
+				cacheNoted = true
+				pl.noteDecodeCache(gctx, u, it.ev)
 			}
 			if r.event(u, it.ev) {
 				if it.ev.Complete {

@@ -19,19 +19,19 @@ func (s *Service) WithGRPC(e ports.GRPCEngines) *Service {
 	return s
 }
 
-// refusePD rejects a gRPC prefill or decode whose runtime has no PD protocol (seed
-// "Supported Engines": TensorRT-LLM and MLX cannot serve as PD legs; grpc.md §1.3).
-func refusePD(w worker.Worker) error {
+// warnNoPD logs, for a gRPC prefill or decode whose runtime has no PD protocol (seed
+// "Supported Engines": TensorRT-LLM and MLX cannot serve as PD legs; grpc.md §1.3), that
+// PD requests selecting it answer 400 runtime_pd_not_supported. The worker is registered,
+// as SMG registers it: the refusal belongs to the request that would need PD with it.
+func (s *Service) warnNoPD(w worker.Worker) {
 	if w.Mode != worker.ConnGRPC || (w.Role != worker.RolePrefill && w.Role != worker.RoleDecode) {
-		return nil
+		return
 	}
 	switch w.Runtime {
 	case worker.RuntimeTRTLLM, worker.RuntimeMLX:
-		return errs.New(400, wire.CodeWorkerBadRequest,
-			"Runtime %s has no PD protocol: worker %s cannot be registered as a %s worker (PD legs need sglang, vllm or tokenspeed)",
-			w.Runtime, w.URL, w.Role)
+		s.log.Warn("gRPC worker's runtime has no PD protocol: PD requests that select it answer 400 "+wire.CodeRuntimePDNotSupported,
+			"worker", w.DisplayURL(), "worker_type", string(w.Role), "runtime_type", string(w.Runtime))
 	}
-	return nil
 }
 
 // refuseEPD rejects, in EPD mode, a worker that is not gRPC (seed "EPD": EPD requires gRPC
@@ -75,6 +75,11 @@ func (s *Service) activateGRPC(ctx context.Context, l *worker.Live, healthOff bo
 		if ctx.Err() != nil {
 			return
 		}
+		if !l.Runtime.HasGRPCService() {
+			s.log.Warn("the gateway does not speak this runtime's gRPC service: the worker is registered with the given facts only and is not health-probed",
+				"worker", l.URL, "worker_id", l.ID, "runtime_type", string(l.Runtime))
+			break
+		}
 		if healthOff {
 			s.log.Warn("gRPC worker detection failed; registering it with the given facts only",
 				"worker", l.URL, "worker_id", l.ID, "error", err.Error())
@@ -93,12 +98,6 @@ func (s *Service) activateGRPC(ctx context.Context, l *worker.Live, healthOff bo
 		pause = min(pause*2, maxPause)
 	}
 	detected := applyGRPCInfo(l.Worker, info)
-	if err := refusePD(detected); err != nil {
-		s.log.Error("detected runtime cannot serve PD; the worker is marked failed", "worker", l.URL,
-			"worker_id", l.ID, "runtime_type", string(detected.Runtime))
-		s.store.SetStatus(l, worker.StatusFailed)
-		return
-	}
 	s.detected.put(l.ID, info)
 	s.swapIn(l, detected, info.KVEngineID != "" && detected.KVEngineID == info.KVEngineID)
 }

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/app/selection"
-	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
@@ -83,20 +83,18 @@ func TestGRPCRegisteredFactsWinOverReported(t *testing.T) {
 	assert.Equal(t, "from-label", l.Labels["pairing_protocol"], "the label wins over SMG_PAIRING_PROTOCOL")
 }
 
-func TestGRPCPDLegOnRuntimeWithoutPDIsRefused(t *testing.T) {
+// A gRPC prefill or decode of a runtime without a PD protocol (trtllm, mlx) is registered:
+// the gateway does not speak its service, so it is made ready with its registered facts
+// without a probe; its PD requests are refused later (400 runtime_pd_not_supported).
+func TestGRPCPDLegOnRuntimeWithoutPDIsRegistered(t *testing.T) {
 	t.Parallel()
 	s := newGRPCService(t, testConfig())
-	for _, rt := range []string{"trtllm", "mlx"} {
-		for _, role := range []string{"prefill", "decode"} {
-			_, err := s.Register(context.Background(), registry.Spec{URL: "grpc://127.0.0.1:1", WorkerType: role, RuntimeType: rt})
-			e, ok := errs.As(err)
-			require.True(t, ok, "%s %s: %v", rt, role, err)
-			assert.Equal(t, 400, e.Status)
-			assert.Contains(t, e.Message, "Runtime "+rt+" has no PD protocol")
+	for i, rt := range []string{"trtllm", "mlx"} {
+		for j, role := range []string{"prefill", "decode"} {
+			l := readyWorker(t, s, registry.Spec{URL: fmt.Sprintf("grpc://127.0.0.1:%d", 1+2*i+j), WorkerType: role, RuntimeType: rt})
+			assert.Equal(t, worker.Runtime(rt), l.Runtime, "%s %s", rt, role)
 		}
 	}
-	_, err := s.Register(context.Background(), registry.Spec{URL: "grpc://127.0.0.1:1", WorkerType: "regular", RuntimeType: "trtllm"})
-	assert.NoError(t, err, "a regular trtllm worker is fine")
 }
 
 func TestGRPCWorkerThatDoesNotAnswerStaysPending(t *testing.T) {

@@ -157,8 +157,9 @@ func (s *Service) Config() config.Config { return s.cfg }
 // checker (which fails it after 10×failure_threshold probes). Workers with health checks
 // disabled are made ready without a probe. A grpc:// worker is activated the same way
 // through its engine's GetServerInfo/GetModelInfo and HealthCheck RPCs when a gRPC client
-// is installed (WithGRPC); a gRPC prefill or decode registered with runtime trtllm or mlx is
-// refused with 400 BAD_REQUEST. ipc:// workers (and gRPC ones without a client) cannot be
+// is installed (WithGRPC); a gRPC worker of a runtime whose service the gateway does not
+// speak (trtllm, mlx) is made ready with its registered facts, unprobed, and as a prefill or
+// decode its PD requests answer 400 runtime_pd_not_supported. ipc:// workers (and gRPC ones without a client) cannot be
 // probed here and stay pending.
 func (s *Service) Register(ctx context.Context, spec Spec) (Accepted, error) {
 	return s.register(ctx, spec, true)
@@ -183,9 +184,7 @@ func (s *Service) prepare(ctx context.Context, spec Spec, resolve bool) (worker.
 	if err != nil {
 		return w, err
 	}
-	if err := refusePD(w); err != nil {
-		return w, err
-	}
+	s.warnNoPD(w)
 	if err := refuseEPD(s.cfg.EPDDisaggregation, w); err != nil {
 		return w, err
 	}

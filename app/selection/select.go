@@ -236,8 +236,13 @@ func (s *Selector) warnNoPair(version uint64, msg string) {
 	s.log.Warn(msg, "code", wire.CodeNoCompatiblePDPair, "pd_pairing_mode", s.mode.String())
 }
 
+// countSelection counts a pick in smg_worker_selection_total; a request without a model is
+// counted under the model the picked worker serves.
 func (s *Selector) countSelection(leg policy.Leg, w *worker.Live, model string, pol policy.Policy) {
 	if b := s.metrics.Load(); b != nil {
+		if model == "" {
+			model = w.ServedModel()
+		}
 		b.m.IncSelection(string(leg), string(w.Mode), model, pol.Name())
 	}
 }

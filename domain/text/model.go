@@ -186,3 +186,14 @@ func (m *Model) ChatPrompt(in ChatInput) (prompt string, ids []uint32, err error
 	}
 	return prompt, m.Tokenizer.Encode(prompt, false), nil
 }
+
+// CheckLocal reports whether p can be a local tokenizer source: nil when it exists, an
+// error wrapping ErrHubID when it does not (SMG would take it as a HuggingFace hub id and
+// fetch it; this gateway cannot), else the error reading it. Nothing is loaded.
+func CheckLocal(files Files, p string) error {
+	_, err := files.IsDir(p)
+	if notExist(err) {
+		return fmt.Errorf("text: tokenizer source %q: %w", p, ErrHubID)
+	}
+	return err
+}

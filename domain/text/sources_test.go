@@ -274,3 +274,9 @@ func TestRegistryRemembersAFailedLocalSource(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dir, m.Source)
 }
+
+func TestCheckLocal(t *testing.T) {
+	t.Parallel()
+	assert.NoError(t, text.CheckLocal(text.OSFiles{}, t.TempDir()))
+	assert.ErrorIs(t, text.CheckLocal(text.OSFiles{}, "meta-llama/Llama-3.1-8B-Instruct"), text.ErrHubID)
+}

@@ -49,6 +49,18 @@ const (
 	RuntimeExternal    Runtime = "external"
 )
 
+// HasGRPCService reports whether the gateway speaks rt's gRPC engine service: the SGLang,
+// vLLM and TokenSpeed services of SMG's protos (grpc.md §1.2), or an unspecified runtime,
+// which is detected among them. TensorRT-LLM, MLX and the other runtimes are not, so a
+// grpc:// worker of theirs can be neither detected nor health-probed here.
+func (rt Runtime) HasGRPCService() bool {
+	switch rt {
+	case RuntimeUnspecified, "", RuntimeSGLang, RuntimeVLLM, RuntimeTokenSpeed:
+		return true
+	}
+	return false
+}
+
 // ParseRuntime returns the Runtime for s ("" is unspecified), or an error naming the accepted values.
 func ParseRuntime(s string) (Runtime, error) {
 	if s == "" {
@@ -205,6 +217,15 @@ func (w Worker) BootstrapHost() string {
 		return "[" + h + "]"
 	}
 	return h
+}
+
+// ServedModel returns the model id the worker serves first (the one a request without a
+// model is served and counted under), or "" for a worker that serves any model.
+func (w Worker) ServedModel() string {
+	if len(w.Models) == 0 {
+		return ""
+	}
+	return w.Models[0]
 }
 
 // ServesModel reports whether the worker serves model id m. A worker without models serves

@@ -43,6 +43,26 @@ func TestSGLangMetricsHaveTheSeedsLabels(t *testing.T) {
 	assert.Zero(t, m.Sum("smg_pd_bootstrap_failures_total"))
 }
 
+// A /generate body without a model (SGLang's native API needs none) is counted under the
+// model the fleet serves, so the seed's `sum by (le, model)` names it; no series carries
+// an empty model.
+func TestGenerateWithoutModelIsCountedUnderTheServedModel(t *testing.T) {
+	t.Parallel()
+	f := sglangFleet(t, 1, 1)
+	body := apiGenerate.body("whose model", 2, false)
+	delete(body, "model")
+	r := f.Gateway.Post(t, apiGenerate.path, body, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	waitIdle(t, f.Sims()...)
+	m := f.Gateway.Metrics(t)
+	for _, name := range []string{"smg_pd_ttft_seconds_count", "smg_pd_prefill_duration_seconds_count", "smg_worker_selection_total"} {
+		assert.False(t, m.Has(name, "model", ""), "%s with an empty model", name)
+	}
+	assert.Equal(t, 1.0, m.Sum("smg_pd_ttft_seconds_count", "model", model))
+	assert.Equal(t, 1.0, m.Sum("smg_pd_prefill_duration_seconds_count", "model", model))
+	assert.Equal(t, 2.0, m.Sum("smg_worker_selection_total", "model", model), "both legs")
+}
+
 // Issue #4 item 7: a model no worker serves is refused with 404 model_not_found in the
 // seed's error shape with X-SMG-Error-Code, and no engine is contacted.
 func TestSGLangUnknownModelIs404(t *testing.T) {

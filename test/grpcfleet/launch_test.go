@@ -3,6 +3,7 @@ package grpcfleet_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,8 +202,30 @@ func TestPostWorkersWithGRPCURLs(t *testing.T) {
 		assert.Equal(t, "tokenspeed", w.RuntimeType, w.URL)
 	}
 
-	r := g.Post(t, "/workers", map[string]any{"url": "grpc://127.0.0.1:1", "worker_type": "prefill", "runtime_type": "trtllm"}, nil)
-	assert.Equal(t, http.StatusBadRequest, r.Status)
-	assert.Contains(t, string(r.Body), "Runtime trtllm has no PD protocol")
-	assert.Contains(t, string(r.Body), `"code":"BAD_REQUEST"`)
+}
+
+// A TensorRT-LLM or MLX gRPC prefill and decode are registered (the gateway does not speak
+// their services, so they are kept ready with the registered facts, unprobed), and a PD
+// request that selects them answers 400 runtime_pd_not_supported (seed "Supported
+// Engines", "Error Codes") before any leg is contacted.
+func TestGRPCPDOnRuntimeWithoutPDAnswers400(t *testing.T) {
+	t.Parallel()
+	for _, rt := range []string{"trtllm", "mlx"} {
+		t.Run(rt, func(t *testing.T) {
+			t.Parallel()
+			g := fleet.StartGateway(t, fleet.DefaultConfig())
+			for i, role := range []string{"prefill", "decode"} {
+				r := g.Post(t, "/workers", map[string]any{"url": "grpc://127.0.0.1:" + strconv.Itoa(i+1), "worker_type": role, "runtime_type": rt}, nil)
+				require.Less(t, r.Status, 300, "%s", r.Body)
+			}
+			g.WaitUntil(t, "both workers ready", func(ws []fleet.WorkerInfo) bool {
+				return len(ws) == 2 && ws[0].Status == "ready" && ws[1].Status == "ready"
+			})
+			r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 2,
+				"messages": []map[string]string{{"role": "user", "content": "hi"}}}, nil)
+			require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+			assert.Equal(t, "runtime_pd_not_supported", errCode(t, r))
+			assert.Contains(t, string(r.Body), "runtime "+rt+" has no PD protocol")
+		})
+	}
 }

@@ -155,7 +155,8 @@ func TestGRPCHungLegIsChargedToTheHungWorker(t *testing.T) {
 // With no retry, the engine-reported handoff timeout answers with the silent leg named:
 // 502 decode_kv_transfer_failed for a hung decode (the prefill reported), 502
 // prefill_kv_transfer_failed for a hung prefill (the decode reported), one handoff timeout
-// after the request, the silent leg aborted and charged, the reporter's breaker untouched.
+// after the request, the silent leg aborted and charged, the reporter's breaker untouched,
+// and smg_pd_bootstrap_failures_total moved by one.
 func TestGRPCKVHandoffTimeoutNamesTheSilentLeg(t *testing.T) {
 	t.Parallel()
 	const handoff = time.Second
@@ -187,6 +188,7 @@ func TestGRPCKVHandoffTimeoutNamesTheSilentLeg(t *testing.T) {
 			assert.EqualValues(t, 1, reporter.Stats().Errors, "the reporter failed by itself")
 			require.Eventually(t, func() bool { return cbOutcomes(t, g, hostOf(silent), "failure") == 1 }, faultBound, 10*time.Millisecond)
 			assert.Zero(t, cbOutcomes(t, g, hostOf(reporter), "failure"), "the reporter is not charged")
+			assert.EqualValues(t, 1, metric(t, g, "smg_pd_bootstrap_failures_total"), "the failed rendezvous is a bootstrap failure (warm-up moved nothing)")
 		})
 	}
 }

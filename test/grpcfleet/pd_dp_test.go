@@ -86,6 +86,9 @@ func TestDPAwareRegistersOneWorkerPerRank(t *testing.T) {
 	}{
 		{"sglang", grpcsim.EngineSGLang, "", 2, 2, true},
 		{"tokenspeed", grpcsim.EngineTokenSpeed, "", 4, 1, false},
+		// A multi-rank TokenSpeed decode: the engine places the decode leg by the room's
+		// residue too, so every rank of the decode gets legs and none is refused.
+		{"tokenspeed-dp2-decode", grpcsim.EngineTokenSpeed, "", 2, 2, true},
 		{"vllm-nixl", grpcsim.EngineVLLM, grpcsim.ConnectorNixl, 2, 2, true},
 		{"vllm-mooncake", grpcsim.EngineVLLM, grpcsim.ConnectorMooncake, 2, 2, true},
 	}

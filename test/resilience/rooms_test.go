@@ -17,7 +17,8 @@ import (
 // gives up after its handoff timeout (1 s here) with the engine's KVTransferError while the
 // prefill has not answered: the failure is the prefill's (502 prefill_kv_transfer_failed,
 // counted on the prefill's breaker, never on the decode's); the gateway cancels the real
-// prefill at once — it never waits out its own 20 s.
+// prefill at once — it never waits out its own 20 s. smg_pd_bootstrap_failures_total
+// counts the failed rendezvous.
 func TestUnmatchedRoom(t *testing.T) {
 	t.Parallel()
 	pre := fleet.StartSim(t, sim.Config{Engine: sim.EngineSGLang, Role: sim.RolePrefill, HandoffTimeout: 20 * time.Second})
@@ -46,6 +47,7 @@ func TestUnmatchedRoom(t *testing.T) {
 	assert.Equal(t, []float64{0, 1}, []float64{ok, fail}, "the silent prefill is blamed")
 	_, ok, fail = cb(t, g, dec.URL())
 	assert.Equal(t, []float64{0, 0}, []float64{ok, fail}, "the decode that reported it is not")
+	assert.Equal(t, 1.0, g.Metrics(t).Sum("smg_pd_bootstrap_failures_total"), "the room never met is a bootstrap failure")
 }
 
 // Retries never reuse a room or transfer id: prefill P0 answers 503 to everything, P1 is

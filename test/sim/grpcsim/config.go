@@ -90,9 +90,10 @@ type Config struct {
 	// max_context_length); longer prompts get INVALID_ARGUMENT. Default 32768.
 	MaxModelLen int
 	// DPSize and DPRank: with DPSize > 1 (at most 64) the engine reports dp_size DPSize
-	// and a leg's data_parallel_rank pin must be a rank below it. A TokenSpeed decode, or a
-	// prefill leg without a pin, is rank DPRank; a TokenSpeed room whose residue
-	// room % DPSize is not the leg's rank (a prefill's pin, else DPRank) is an error.
+	// and a leg's data_parallel_rank pin must be a rank below it. A TokenSpeed leg lands on
+	// rank room % DPSize, as TokenSpeed's DP controller places it; a TokenSpeed prefill leg
+	// pinned to another rank is an error. DPRank is the rank of an unpinned SGLang or vLLM
+	// leg.
 	DPSize, DPRank int
 	// DefaultSamplingParams is reported as GetModelInfo default_sampling_params_json (a
 	// JSON object, e.g. {"temperature":0.7}); "" = none.

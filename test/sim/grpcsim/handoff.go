@@ -31,8 +31,9 @@ var blockSeq atomic.Int64
 //     "KVTransferError(…): Request <room> timed out after <s> in KVPoll.WaitingForInput";
 //     a room carrying another prompt is a plain INTERNAL. Without a room it recomputes
 //     (counted).
-//   - TokenSpeed with DPSize > 1: a room whose residue room % DPSize is not the leg's rank
-//     (see checkDPRank) is INVALID_ARGUMENT (the engine would place it on another rank).
+//   - TokenSpeed with DPSize > 1: a leg lands on rank room % DPSize (counted), as the
+//     engine places it; a prefill leg pinned to another rank is INVALID_ARGUMENT (the
+//     engine would place it elsewhere: the gateway minted a wrong room).
 //   - vLLM prefill with do_remote_decode: NIXL keeps blocks and returns engine-shaped
 //     kv_transfer_params; Mooncake keeps the KV under transfer_id and returns nothing.
 //   - vLLM decode with do_remote_prefill: pulls (NIXL) or fetches (Mooncake) the KV;
@@ -55,13 +56,13 @@ func (s *Server) handoff(ctx context.Context, req genRequest, kf kvFaults, compu
 		return local, nil
 	}
 	if s.cfg.Engine == EngineTokenSpeed && s.cfg.DPSize > 1 {
-		want := s.cfg.DPRank
-		if req.dpRank != nil && s.cfg.Role == RolePrefill {
-			want = *req.dpRank
-		}
-		if r := int(req.room % int64(s.cfg.DPSize)); r != want {
+		// TokenSpeed's DP controller places every disaggregated leg on rank
+		// room % dp_size (data_parallel_controller.py round_robin_scheduler), whatever pin it
+		// carries; only a prefill pin the room contradicts is refused here, to catch a
+		// gateway that minted the room for another rank.
+		if r := int(req.room % int64(s.cfg.DPSize)); req.dpRank != nil && s.cfg.Role == RolePrefill && r != *req.dpRank {
 			return local, status.Errorf(codes.InvalidArgument,
-				"bootstrap_room %d maps to dp rank %d (room %% dp_size %d), but this leg is for rank %d", req.room, r, s.cfg.DPSize, want)
+				"bootstrap_room %d maps to dp rank %d (room %% dp_size %d), but this leg is for rank %d", req.room, r, s.cfg.DPSize, *req.dpRank)
 		}
 		s.c.dpRanks[int(req.room%int64(s.cfg.DPSize))%maxDPSize].Add(1)
 	}

@@ -69,12 +69,17 @@ func TestTokenSpeedMatchedHandoffWithInt64Room(t *testing.T) {
 	assert.Equal(t, int64(1), d.Stats().HandoffsReceived)
 }
 
-func TestTokenSpeedRoomResidueMustMatchTheRank(t *testing.T) {
+// A prefill leg pinned to a rank its room's residue contradicts is refused (the gateway
+// minted the room for another rank); TokenSpeed itself places every leg by residue.
+func TestTokenSpeedRoomResidueMustMatchThePrefillPin(t *testing.T) {
 	t.Parallel()
-	d := start(t, grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: grpcsim.RoleDecode, DPSize: 4, DPRank: 1})
-	dc := tokenspeedpb.NewTokenSpeedSchedulerClient(dial(t, d))
-	r := tsGenerate(ctxT(t, 5*time.Second), dc, tsReq("t", prompt(3), 1, false,
-		&tokenspeedpb.KvBootstrapInfo{BootstrapHost: "127.0.0.1", BootstrapPort: 1, BootstrapRoom: 4*1000 + 2}))
+	p := start(t, grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: grpcsim.RolePrefill, DPSize: 4})
+	pc := tokenspeedpb.NewTokenSpeedSchedulerClient(dial(t, p))
+	req := tsReq("t", prompt(3), 1, false,
+		&tokenspeedpb.KvBootstrapInfo{BootstrapHost: "127.0.0.1", BootstrapPort: 1, BootstrapRoom: 4*1000 + 2})
+	one := int32(1)
+	req.DataParallelRank = &one
+	r := tsGenerate(ctxT(t, 5*time.Second), pc, req)
 	assert.Equal(t, codes.InvalidArgument, status.Code(r.err))
 	assert.Contains(t, status.Convert(r.err).Message(), "dp rank 2")
 }

@@ -95,6 +95,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("workers-file")
 	fs.BoolVar(&cfg.ReadyWithoutWorkers, "ready-without-workers", cfg.ReadyWithoutWorkers, "/readiness answers 200 while no worker at all is registered (a gateway started empty, to be filled through POST /workers), so Kubernetes readiness and `helm install --wait` pass; with any worker registered the usual rule applies")
 	add("ready-without-workers")
+	fs.BoolVar(&cfg.EnableIGW, "enable-igw", cfg.EnableIGW, "SMG's Inference Gateway mode: every model and worker kind through one gateway, workers registered at runtime (this gateway always runs so); a leg's power_of_two is then not checked against the startup workers")
+	add("enable-igw")
 	fs.BoolVar(&cfg.ServiceDiscovery, "service-discovery", cfg.ServiceDiscovery, "register Kubernetes pods matching the role selectors (Running, Ready, with a pod IP) as workers, and drain them when they go")
 	add("service-discovery")
 	fs.StringArrayVar(&cfg.PrefillSelector, "prefill-selector", cfg.PrefillSelector, "label `key=value` pairs of prefill pods (several may follow the flag)")

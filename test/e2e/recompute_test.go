@@ -1,0 +1,38 @@
+package e2e_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/test/sim"
+)
+
+// Over HTTP too, a silent recompute is counted from the decode's own usage: a vLLM NIXL
+// pair whose prefill returns no kv_transfer_params answers 200 and
+// smg_pd_recomputed_prompts_total{decode,connector="nixl"} grows by the prompt tokens the
+// decode simulator recomputed; a pair whose decode received the KV moves nothing.
+func TestVLLMSilentRecomputeIsCountedOverHTTP(t *testing.T) {
+	t.Parallel()
+	f := vllmFleet(t, sim.ConnectorNixl, 1, 1)
+	dec := f.Decodes[0].URL()
+	prompt := strings.Repeat("a prompt long enough to span several KV pages ", 4)
+
+	r := f.Gateway.Post(t, apiCompletions.path, apiCompletions.body(prompt+"handed off", 2, false), nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	waitIdle(t, f.Sims()...)
+	assert.Zero(t, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total"), "the decode received the KV")
+
+	body := apiCompletions.body(prompt+"recomputed", 2, false)
+	body["sim_fault"] = "prefill:no-kv-params"
+	r = f.Gateway.Post(t, apiCompletions.path, body, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	n := r.Object(t)["usage"].(map[string]any)["prompt_tokens"].(float64)
+	require.Greater(t, n, 16.0, "longer than one page")
+	waitIdle(t, f.Sims()...)
+	assert.EqualValues(t, 1, f.Decodes[0].Stats().RecomputedPrompts)
+	assert.Equal(t, n, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dec, "connector", "nixl"))
+}

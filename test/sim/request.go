@@ -329,15 +329,6 @@ func normalize(tok tokenizer, rt route, r *rawReq) (*job, *reqError) {
 	return j, nil
 }
 
-// promptTokens is the total prompt length of the job (all items).
-func (j *job) promptTokens() int {
-	t := 0
-	for i := range j.items {
-		t += len(j.items[i].ids)
-	}
-	return t
-}
-
 // maxPromptLen is the longest prompt of the job.
 func (j *job) maxPromptLen() int {
 	m := 0

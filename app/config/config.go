@@ -3,7 +3,11 @@
 // "Configuration"). Validate reports the first bad value naming its flag.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/smg-go/smg/domain/policy"
+)
 
 // PrefillSpec is one `--prefill <url> [bootstrap_port|none]` value.
 type PrefillSpec struct {
@@ -62,6 +66,7 @@ type Config struct {
 	LeastLoadKVPressureWeight  float64 // --least-load-kv-pressure-weight, 0.15
 	LeastLoadDefaultThroughput float64 // --least-load-default-throughput, 2000
 	LeastLoadMeanPrefillTokens int     // --least-load-mean-prefill-tokens, 1024
+	LoadMetric                 string  // --load-metric, "requests" (policy.LoadRequests) or "tokens"
 	LeastLoadMaxWaitingReqs    int     // --least-load-max-waiting-requests, 0
 	RoutingKeyHeaders          []string
 
@@ -239,6 +244,7 @@ func Default() Config {
 		LeastLoadKVPressureWeight:  0.15,
 		LeastLoadDefaultThroughput: 2000,
 		LeastLoadMeanPrefillTokens: 1024,
+		LoadMetric:                 policy.LoadRequests,
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
 		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,

@@ -23,5 +23,6 @@ func (c Config) PolicyOptions() policy.Options {
 	o.LeastLoadDefaultThroughput = c.LeastLoadDefaultThroughput
 	o.LeastLoadMeanPrefillTokens = c.LeastLoadMeanPrefillTokens
 	o.LeastLoadMaxWaitingRequests = c.LeastLoadMaxWaitingReqs
+	o.LoadMetric = c.LoadMetric
 	return o
 }

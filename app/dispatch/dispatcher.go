@@ -178,6 +178,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			return
 		}
 		preq := &policy.Request{Model: rq.Model, RoutingKey: d.routingKey(r.Header)}
+		preq.PromptTokens, preq.DecodeTokens = loadSize(rq)
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}

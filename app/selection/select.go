@@ -98,7 +98,8 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	}
 	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
-	i, bP, ok := s.pick(&s.prefillMu, polP, cands, req)
+	tP, tD := legTokens(req)
+	i, bP, ok := s.pick(&s.prefillMu, polP, cands, req, tP)
 	if !ok {
 		return nil, nil, nil, policyFailed(polP, policy.LegPrefill)
 	}
@@ -106,23 +107,23 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 
 	decodes := usableOf(groups[candGroup[i]].Decodes, a.decode)
 	if len(decodes) == 0 { // every compatible decode went away since the filter above
-		unhold(prefill, bP)
+		unhold(prefill, bP, tP)
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
 	decodes, _ = preferOthers(decodes, nil, req.Avoid)
 	if pinned != nil && slices.Contains(decodes, pinned) {
 		decodes = []*worker.Live{pinned}
 	}
-	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, req)
+	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, req, tD)
 	if !ok {
-		unhold(prefill, bP)
+		unhold(prefill, bP, tP)
 		return nil, nil, nil, policyFailed(polD, policy.LegDecode)
 	}
 	decode = decodes[j]
 
 	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
 	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
-	h := &held{p: prefill, d: decode, bP: bP, bD: bD}
+	h := &held{p: prefill, d: decode, bP: bP, bD: bD, tP: tP, tD: tD}
 	return prefill, decode, h.release, nil
 }
 
@@ -155,19 +156,21 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 	if len(cands) == 0 {
 		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
-	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	tP, _ := legTokens(req)
+	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req, tP)
 	if !ok {
 		return nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
 	}
 	s.countSelection(policy.LegPrefill, cands[i], req.Model, s.prefillPolicy)
-	h := &held{p: cands[i], bP: b}
+	h := &held{p: cands[i], bP: b, tP: tP}
 	return cands[i], h.release, nil
 }
 
-// pick runs pol.Select and holds the picked worker under mu, so the next pick sees its load.
+// pick runs pol.Select and holds the picked worker (one request and t's tokens) under mu, so
+// the next pick sees its load.
 // ok is false when the policy picked nothing (or an index out of range). b is the metrics
 // the hold was mirrored in (smg_worker_requests_active{worker}), nil when none were set.
-func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request) (i int, b *metricsBox, ok bool) {
+func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request, t tokens) (i int, b *metricsBox, ok bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	i = pol.Select(cands, req)
@@ -176,15 +179,17 @@ func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live,
 	}
 	w := cands[i]
 	w.Hold()
+	w.HoldTokens(t.prompt, t.decode)
 	if b = s.metrics.Load(); b != nil {
 		b.m.AddActive(w.URL, 1)
 	}
 	return i, b, true
 }
 
-// unhold undoes one pick's hold on w and its metrics mirror b.
-func unhold(w *worker.Live, b *metricsBox) {
+// unhold undoes one pick's hold on w (a request and t's tokens) and its metrics mirror b.
+func unhold(w *worker.Live, b *metricsBox, t tokens) {
 	w.Unhold()
+	w.UnholdTokens(t.prompt, t.decode)
 	if b != nil {
 		b.m.AddActive(w.URL, -1)
 	}
@@ -195,6 +200,7 @@ func unhold(w *worker.Live, b *metricsBox) {
 type held struct {
 	p, d   *worker.Live // d nil: a prefill-only selection
 	bP, bD *metricsBox
+	tP, tD tokens
 	done   atomic.Bool
 }
 
@@ -202,9 +208,9 @@ func (h *held) release() {
 	if !h.done.CompareAndSwap(false, true) {
 		return
 	}
-	unhold(h.p, h.bP)
+	unhold(h.p, h.bP, h.tP)
 	if h.d != nil {
-		unhold(h.d, h.bD)
+		unhold(h.d, h.bD, h.tD)
 	}
 }
 

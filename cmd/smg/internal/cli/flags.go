@@ -159,6 +159,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("least-load-mean-prefill-tokens")
 	fs.IntVar(&cfg.LeastLoadMaxWaitingReqs, "least-load-max-waiting-requests", cfg.LeastLoadMaxWaitingReqs, "least_load: skip workers with this many waiting requests (0: off)")
 	add("least-load-max-waiting-requests")
+	fs.StringVar(&cfg.LoadMetric, "load-metric", cfg.LoadMetric, "power_of_two/least_load: compare in-flight `requests` or tokens (prompt + expected decode) per worker")
+	add("load-metric")
 	fs.StringArrayVar(&cfg.RoutingKeyHeaders, "routing-key-headers", cfg.RoutingKeyHeaders, "request `header` carrying the routing key; repeat for more")
 	add("routing-key-headers")
 

@@ -3,10 +3,12 @@ package dispatch
 import "github.com/smg-go/smg/domain/handoff"
 
 // loadSize is what a request adds to its workers' token load (worker.Live.TokenLoad) while
-// its legs run: the prompt estimated from the body (handoff.Request.EstimatePromptTokens,
-// bytes ÷ 4: the dispatcher has no tokenizer at selection time, on the HTTP and the gRPC
-// path alike, since the gRPC pipeline tokenizes after the pair is chosen) and the expected
+// its legs run: the prompt (handoff.Request.LoadPromptTokens: counted when the body carries
+// token ids, else estimated as body bytes ÷ 4 — the dispatcher holds no tokenizer at
+// selection time, on the HTTP and the gRPC path alike, since the gRPC pipeline tokenizes
+// after the pair is chosen) and the expected
 // decode tokens (handoff.Request.DecodeTokens, handoff.DefaultDecodeTokens when uncapped).
 func loadSize(rq *handoff.Request) (prompt, decode int) {
-	return rq.EstimatePromptTokens(), rq.DecodeTokens(handoff.DefaultDecodeTokens)
+	prompt, _ = rq.LoadPromptTokens()
+	return prompt, rq.DecodeTokens(handoff.DefaultDecodeTokens)
 }

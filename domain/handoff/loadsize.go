@@ -5,7 +5,7 @@ import (
 	"github.com/smg-go/smg/domain/wire"
 )
 
-// BytesPerToken is the stand-in tokenizer's ratio used by EstimatePromptTokens: about four
+// BytesPerToken is the stand-in tokenizer's ratio used by LoadPromptTokens: about four
 // bytes of English text (or JSON around it) per BPE token, the usual rule of thumb for
 // GPT-style vocabularies. It only sizes a request for load counting; it never reaches an
 // engine.
@@ -16,14 +16,18 @@ const BytesPerToken = 4
 // model's whole context, which would make every uncapped request look enormous.
 const DefaultDecodeTokens = 256
 
-// EstimatePromptTokens is the prompt size of r for the gateway's token load when no
-// tokenizer counted it: the body's length in bytes ÷ BytesPerToken (the whole JSON body, so
-// a batch counts all its prompts), at least 1.
-func (r *Request) EstimatePromptTokens() int {
+// LoadPromptTokens is the prompt size of r for the gateway's token load, and whether it was
+// counted rather than estimated: a body of token ids (PromptTokens, times the prompts of a
+// batch) is counted; any other body is estimated as its length in bytes ÷ BytesPerToken (the
+// whole JSON body, so a batch counts all its prompts), at least 1. 0 for a nil request.
+func (r *Request) LoadPromptTokens() (n int, counted bool) {
 	if r == nil || r.Body == nil {
-		return 0
+		return 0, false
 	}
-	return max(len(r.Body.Bytes())/BytesPerToken, 1)
+	if ids := r.PromptTokens(); ids > 0 {
+		return ids * max(r.Batch, 1), true
+	}
+	return max(len(r.Body.Bytes())/BytesPerToken, 1), false
 }
 
 // DecodeTokens is the number of tokens r is expected to generate, for the gateway's token

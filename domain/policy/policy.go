@@ -54,7 +54,7 @@ type Request struct {
 	Tokens int
 	// PromptTokens is the prompt size the selector counts on the picked workers' token load
 	// (worker.Live.HoldTokens): Tokens when known, else the dispatcher's estimate
-	// (handoff.Request.EstimatePromptTokens). 0 falls back to Tokens.
+	// (handoff.Request.LoadPromptTokens: counted token ids, else body bytes ÷ 4). 0 falls back to Tokens.
 	PromptTokens int
 	// DecodeTokens is the number of tokens the request is expected to generate: its
 	// max_tokens (or the route's equivalent) when set, else the gateway's default. The

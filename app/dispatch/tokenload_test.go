@@ -115,9 +115,13 @@ func TestTokenLoadReturnsToZeroOnEveryExit(t *testing.T) {
 		want   int
 	}{
 		{name: "success", want: http.StatusOK,
-			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) { return okLeg(req, s), nil }},
+			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) {
+				return okLeg(req, s), nil
+			}},
 		{name: "stream end", stream: true, want: http.StatusOK,
-			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) { return okLeg(req, s), nil }},
+			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) {
+				return okLeg(req, s), nil
+			}},
 		{name: "engine error then retry to another pair", want: http.StatusOK,
 			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) {
 				if req.Worker.Role == worker.RoleDecode && calls.Add(1) == 1 {

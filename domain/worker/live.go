@@ -26,6 +26,7 @@ type Live struct {
 	suspect   atomic.Bool            // the progress watchdog suspects it stalled
 	promptTok atomic.Int64           // prompt tokens of the legs in flight (tokens.go)
 	decodeTok atomic.Int64           // expected decode tokens of the legs in flight
+	remoteTok atomic.Int64           // other gateway instances' token load, as last shared
 }
 
 // SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or

@@ -3,11 +3,22 @@ package worker
 // The gateway's token load on a worker: prompt tokens and expected decode tokens of the legs
 // it has in flight there, counted at dispatch and released at the end of the leg (the
 // selection's release). The counters are atomics kept beside the in-flight request count
-// (Load); they are this gateway replica's view only.
+// (Load). Other gateway instances' token load on the worker, when shared (ports.TokenBoard),
+// is kept apart (SetRemoteTokens) and added by TokenLoad.
 
-// TokenLoad is the tokens of the legs this gateway has in flight on the worker: prompt
+// TokenLoad is the tokens in flight on the worker: this gateway's legs (LocalTokenLoad) plus
+// what the other instances last published (RemoteTokens).
+func (l *Live) TokenLoad() int64 { return l.LocalTokenLoad() + l.remoteTok.Load() }
+
+// LocalTokenLoad is the tokens of the legs this gateway has in flight on the worker: prompt
 // tokens plus expected decode tokens (PromptTokens + DecodeTokens).
-func (l *Live) TokenLoad() int64 { return l.promptTok.Load() + l.decodeTok.Load() }
+func (l *Live) LocalTokenLoad() int64 { return l.promptTok.Load() + l.decodeTok.Load() }
+
+// RemoteTokens is the other gateway instances' token load on the worker, as last shared.
+func (l *Live) RemoteTokens() int64 { return l.remoteTok.Load() }
+
+// SetRemoteTokens records the other instances' token load on the worker (negative: 0).
+func (l *Live) SetRemoteTokens(n int64) { l.remoteTok.Store(max(n, 0)) }
 
 // PromptTokens is the prompt tokens of the legs in flight on the worker.
 func (l *Live) PromptTokens() int64 { return l.promptTok.Load() }

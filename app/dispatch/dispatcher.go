@@ -357,11 +357,12 @@ func endpointLabel(r handoff.Route) string {
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
 	ports.RequestInfoFrom(ctx).AddAttempt()
-	p, dc, release, err := d.sel.Select(preq)
+	p, dc, release, pEnded, err := d.selectPair(preq)
 	if err != nil {
 		return false, err
 	}
 	defer release()
+	ctx = withPrefillEnded(ctx, pEnded)
 	if tr.unresponsive(p) || tr.unresponsive(dc) || tr.samePair(p, dc) {
 		return false, errOnlyUnresponsive
 	}

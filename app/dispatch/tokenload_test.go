@@ -51,13 +51,22 @@ func okLeg(req ports.LegRequest, stream bool) *ports.LegResponse {
 // tokenFleet is two SGLang prefills and two decodes behind a completions handler.
 func tokenFleet(t *testing.T, eng *scriptEngine) (http.Handler, []*worker.Live) {
 	t.Helper()
+	return tokenFleetOf(t, eng, worker.RuntimeSGLang)
+}
+
+// tokenFleetOf is tokenFleet on runtime rt (vLLM workers use NIXL).
+func tokenFleetOf(t *testing.T, eng *scriptEngine, rt worker.Runtime) (http.Handler, []*worker.Live) {
+	t.Helper()
 	st := memory.NewWorkers()
 	bp := 8998
 	var ws []*worker.Live
 	for i, role := range []worker.Role{worker.RolePrefill, worker.RolePrefill, worker.RoleDecode, worker.RoleDecode} {
 		w := worker.Worker{ID: string(role) + string(rune('0'+i)), URL: "http://127.0.0.1:" + string(rune('1'+i)) + "0000",
-			Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnHTTP}
-		if role == worker.RolePrefill {
+			Role: role, Runtime: rt, Mode: worker.ConnHTTP}
+		switch {
+		case rt == worker.RuntimeVLLM:
+			w.KVConnector = "NixlConnector"
+		case role == worker.RolePrefill:
 			w.BootstrapPort = &bp
 		}
 		l := worker.NewLive(w, worker.StatusReady)
@@ -178,6 +187,59 @@ func TestTokenLoadReturnsToZeroOnEveryExit(t *testing.T) {
 			}
 			eng.mu.Unlock()
 			assert.Positive(t, peak, "the legs were counted while in flight")
+			assertNoTokenLoad(t, ws)
+		})
+	}
+}
+
+func TestPrefillTokensAreFreedWhenThePrefillLegEnds(t *testing.T) {
+	t.Parallel()
+	for _, rt := range []worker.Runtime{worker.RuntimeSGLang, worker.RuntimeVLLM} {
+		t.Run(string(rt), func(t *testing.T) {
+			t.Parallel()
+			var prefill *worker.Live
+			var mu sync.Mutex
+			var duringDecode, decodeOwn int64 = -1, -1
+			eng := &scriptEngine{seen: map[string]int64{}}
+			eng.fn = func(ctx context.Context, req ports.LegRequest) (*ports.LegResponse, error) {
+				if req.Worker.Role == worker.RolePrefill {
+					mu.Lock()
+					prefill = req.Worker
+					mu.Unlock()
+					body := benchJSON
+					if rt == worker.RuntimeVLLM {
+						body = nixlPrefillJSON
+					}
+					return &ports.LegResponse{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+						Body: io.NopCloser(strings.NewReader(body))}, nil
+				}
+				// The decode answers only once the prefill leg is over (SGLang runs both at
+				// once): its tokens must be gone from the prefill while the decode still runs.
+				var pl int64 = -1
+				for range 2000 {
+					mu.Lock()
+					p := prefill
+					mu.Unlock()
+					if p != nil {
+						if pl = p.TokenLoad(); pl == 0 {
+							break
+						}
+					}
+					time.Sleep(time.Millisecond)
+				}
+				mu.Lock()
+				duringDecode, decodeOwn = pl, req.Worker.TokenLoad()
+				mu.Unlock()
+				return okLeg(req, false), nil
+			}
+			h, ws := tokenFleetOf(t, eng, rt)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.Equal(t, http.StatusOK, serve(h, ctx, false))
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Zero(t, duringDecode, "the prefill's tokens were freed when its leg ended")
+			assert.Positive(t, decodeOwn, "the decode still holds its tokens")
 			assertNoTokenLoad(t, ws)
 		})
 	}

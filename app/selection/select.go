@@ -42,29 +42,38 @@ import (
 //     Matrix.ExplainWhere, O(workers) without allocation per worker) and is logged at
 //     warn level once per fleet change (at most every 30 s while the fleet is unchanged).
 func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, release func(), err error) {
+	p, d, h, err := s.selectHeld(req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, d, h.release, nil
+}
+
+// selectHeld is Select returning the accounting itself.
+func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live, h *held, err error) {
 	if req == nil {
 		req = &policy.Request{}
 	}
 	sn := s.current()
-	prefill, decode, release, err = s.selectPair(sn, req, avail{model: req.Model})
+	prefill, decode, h, err = s.selectPair(sn, req, avail{model: req.Model})
 	if err == nil {
-		return prefill, decode, release, nil
+		return prefill, decode, h, nil
 	}
 	a, ok := panicFor(sn, req.Model)
 	if !ok {
 		return nil, nil, nil, err
 	}
-	p, d, rel, perr := s.selectPair(sn, req, a)
+	p, d, hp, perr := s.selectPair(sn, req, a)
 	if perr != nil {
 		return nil, nil, nil, err
 	}
 	s.warnPanic(a, p, d)
-	return p, d, rel, nil
+	return p, d, hp, nil
 }
 
 // selectPair is one selection over sn with a's idea of a usable worker: each leg's policy
 // normally, least loaded on a leg in panic mode.
-func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, release func(), err error) {
+func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, h *held, err error) {
 	groups := sn.mx.Pairable()
 	polP, polD := s.prefillPolicy, s.decodePolicy
 	if a.panicP {
@@ -123,8 +132,7 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 
 	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
 	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
-	h := &held{p: prefill, d: decode, bP: bP, bD: bD, tP: tP, tD: tD}
-	return prefill, decode, h.release, nil
+	return prefill, decode, &held{p: prefill, d: decode, bP: bP, bD: bD, tP: tP, tD: tD}, nil
 }
 
 // pinned returns the available decode named by req.PinDecode (serving req.Model and
@@ -202,13 +210,43 @@ type held struct {
 	bP, bD *metricsBox
 	tP, tD tokens
 	done   atomic.Bool
+	pEnded atomic.Bool // the prefill's tokens were released when its leg ended
+}
+
+// Held is one PD selection's in-flight accounting (SelectHeld).
+type Held struct{ h *held }
+
+// Release frees both legs' in-flight requests and tokens; idempotent, safe from any goroutine.
+func (h Held) Release() { h.h.release() }
+
+// PrefillEnded frees the prefill leg's tokens as soon as that leg ended, well or not (its
+// in-flight request is freed by Release, with the decode's); idempotent, safe from any
+// goroutine. Until it is called, Release frees them.
+func (h Held) PrefillEnded() {
+	if h.h.pEnded.CompareAndSwap(false, true) {
+		h.h.p.UnholdTokens(h.h.tP.prompt, h.h.tP.decode)
+	}
+}
+
+// SelectHeld is Select with the accounting returned as a Held, so the prefill's tokens can
+// be freed when the prefill leg ends (Held.PrefillEnded) rather than with the decode.
+func (s *Selector) SelectHeld(req *policy.Request) (prefill, decode *worker.Live, h Held, err error) {
+	p, d, hd, err := s.selectHeld(req)
+	if err != nil {
+		return nil, nil, Held{}, err
+	}
+	return p, d, Held{hd}, nil
 }
 
 func (h *held) release() {
 	if !h.done.CompareAndSwap(false, true) {
 		return
 	}
-	unhold(h.p, h.bP, h.tP)
+	tP := h.tP
+	if h.pEnded.Swap(true) { // PrefillEnded freed them already
+		tP = tokens{}
+	}
+	unhold(h.p, h.bP, tP)
 	if h.d != nil {
 		unhold(h.d, h.bD, h.tD)
 	}

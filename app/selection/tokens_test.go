@@ -99,3 +99,26 @@ func TestSelectTokensReturnToZeroUnderConcurrency(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	requireNoTokens(t, ws)
 }
+
+func TestPrefillEndedFreesThePrefillTokensOnce(t *testing.T) {
+	t.Parallel()
+	ws := tokenFleet()
+	_, sel, _ := newSel(t, pairing.ModeLenient, ws...)
+	req := &policy.Request{Model: "m", PromptTokens: 1000, DecodeTokens: 64}
+
+	p, d, h, err := sel.SelectHeld(req)
+	require.NoError(t, err)
+	h.PrefillEnded()
+	h.PrefillEnded() // idempotent
+	assert.Zero(t, p.TokenLoad(), "the prefill's tokens are gone with its leg")
+	assert.Equal(t, int64(1), p.Load(), "its in-flight request stays until Release")
+	assert.Equal(t, int64(1064), d.TokenLoad())
+	h.Release()
+	requireNoTokens(t, ws)
+
+	_, _, h, err = sel.SelectHeld(req)
+	require.NoError(t, err)
+	h.Release()
+	h.PrefillEnded() // after Release: nothing left to free
+	requireNoTokens(t, ws)
+}

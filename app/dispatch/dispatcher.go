@@ -357,12 +357,12 @@ func endpointLabel(r handoff.Route) string {
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
 	ports.RequestInfoFrom(ctx).AddAttempt()
-	p, dc, release, pEnded, err := d.selectPair(preq)
+	p, dc, release, hooks, err := d.selectPair(preq)
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	ctx = withPrefillEnded(ctx, pEnded)
+	ctx = withTokenHooks(ctx, hooks)
 	if tr.unresponsive(p) || tr.unresponsive(dc) || tr.samePair(p, dc) {
 		return false, errOnlyUnresponsive
 	}

@@ -39,13 +39,14 @@ func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *hand
 				p, dc := p0, d0
 				lctx := fctx // pair 0's prefill-end hook comes with the attempt's context
 				if i > 0 {
-					var rel, pEnded func()
+					var rel func()
+					var hooks tokenHooks
 					var err error
-					p, dc, rel, pEnded, err = d.selectPair(preq)
+					p, dc, rel, hooks, err = d.selectPair(preq)
 					if err != nil {
 						return err
 					}
-					lctx = withPrefillEnded(fctx, pEnded)
+					lctx = withTokenHooks(fctx, hooks)
 					mu.Lock()
 					releases = append(releases, rel)
 					mu.Unlock()

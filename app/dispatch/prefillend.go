@@ -14,32 +14,46 @@ type heldSelector interface {
 	SelectHeld(req *policy.Request) (prefill, decode *worker.Live, h selection.Held, err error)
 }
 
-// selectPair selects a pair for one attempt: release frees both legs' accounting;
-// prefillEnded frees the prefill's tokens once its leg ended (a no-op for a selector that
-// cannot).
-func (d *Dispatcher) selectPair(preq *policy.Request) (p, dc *worker.Live, release, prefillEnded func(), err error) {
+// tokenHooks adjust an attempt's token hold while its legs run.
+type tokenHooks struct {
+	prefillEnded func()      // frees the prefill's tokens (idempotent)
+	setPrompt    func(int64) // replaces the estimated prompt size by a counted one
+}
+
+// selectPair selects a pair for one attempt: release frees both legs' accounting; the hooks
+// adjust the token hold (no-ops for a selector that cannot).
+func (d *Dispatcher) selectPair(preq *policy.Request) (p, dc *worker.Live, release func(), hooks tokenHooks, err error) {
 	if hs, ok := d.sel.(heldSelector); ok {
 		p, dc, h, err := hs.SelectHeld(preq)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, tokenHooks{}, err
 		}
-		return p, dc, h.Release, h.PrefillEnded, nil
+		return p, dc, h.Release, tokenHooks{prefillEnded: h.PrefillEnded, setPrompt: h.SetPromptTokens}, nil
 	}
 	p, dc, release, err = d.sel.Select(preq)
-	return p, dc, release, noop, err
+	return p, dc, release, tokenHooks{prefillEnded: noop, setPrompt: func(int64) {}}, err
 }
 
-type prefillEndKey struct{}
+type tokenHooksKey struct{}
 
-// withPrefillEnded carries the attempt's prefillEnded to the legs.
-func withPrefillEnded(ctx context.Context, f func()) context.Context {
-	return context.WithValue(ctx, prefillEndKey{}, f)
+// withTokenHooks carries the attempt's token hooks to its legs.
+func withTokenHooks(ctx context.Context, h tokenHooks) context.Context {
+	return context.WithValue(ctx, tokenHooksKey{}, h)
 }
 
 // prefillEnded frees the attempt's prefill token hold (idempotent); a no-op outside an attempt.
 func prefillEnded(ctx context.Context) {
-	if f, ok := ctx.Value(prefillEndKey{}).(func()); ok {
-		f()
+	if h, ok := ctx.Value(tokenHooksKey{}).(tokenHooks); ok {
+		h.prefillEnded()
+	}
+}
+
+// PromptTokensCounted tells the attempt running under ctx that its prompt has n tokens, once
+// a GRPCPipeline tokenized it: the token load held on both workers (worker.Live.TokenLoad),
+// estimated from the body at selection, becomes n. A no-op outside an attempt.
+func PromptTokensCounted(ctx context.Context, n int) {
+	if h, ok := ctx.Value(tokenHooksKey{}).(tokenHooks); ok {
+		h.setPrompt(int64(n))
 	}
 }
 func noop() {}

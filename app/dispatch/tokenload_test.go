@@ -18,6 +18,7 @@ import (
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/selection"
+	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/pairing"
 	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/domain/worker"
@@ -243,4 +244,57 @@ func TestPrefillTokensAreFreedWhenThePrefillLegEnds(t *testing.T) {
 			assertNoTokenLoad(t, ws)
 		})
 	}
+}
+
+// countingPipeline is a GRPCPipeline that "tokenizes" the prompt to n tokens and records
+// the token load of both workers then.
+type countingPipeline struct {
+	n          int
+	prefillTok int64
+	decodeTok  int64
+}
+
+func (c *countingPipeline) Attempt(ctx context.Context, w http.ResponseWriter, _ *handoff.Request, p, dc *worker.Live, _ http.Header) (bool, error) {
+	dispatch.PromptTokensCounted(ctx, c.n)
+	c.prefillTok, c.decodeTok = p.TokenLoad(), dc.TokenLoad()
+	w.WriteHeader(http.StatusOK)
+	return true, nil
+}
+
+func (*countingPipeline) CountTokens(context.Context, http.ResponseWriter, *handoff.Request, *worker.Live) error {
+	return nil
+}
+
+func TestGRPCPipelineReplacesTheEstimatedPrompt(t *testing.T) {
+	t.Parallel()
+	st := memory.NewWorkers()
+	var ws []*worker.Live
+	for i, role := range []worker.Role{worker.RolePrefill, worker.RoleDecode} {
+		l := worker.NewLive(worker.Worker{ID: string(role), URL: "http://127.0.0.1:" + string(rune('1'+i)) + "0001",
+			Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnGRPC}, worker.StatusReady)
+		require.NoError(t, st.Add(l))
+		ws = append(ws, l)
+	}
+	pp, err := policy.New("round_robin", policy.LegPrefill, policy.DefaultOptions())
+	require.NoError(t, err)
+	dp, err := policy.New("round_robin", policy.LegDecode, policy.DefaultOptions())
+	require.NoError(t, err)
+	cfg := config.Default()
+	cfg.PDDisaggregation = true
+	pl := &countingPipeline{n: 7}
+	d := dispatch.New(dispatch.Deps{Config: cfg, Store: st, Engine: &scriptEngine{seen: map[string]int64{}}, GRPC: pl,
+		Selector: selection.New(st, pairing.ModeLenient, pp, dp, nil)})
+	var h http.Handler
+	for _, r := range d.Routes() {
+		if r.Pattern == "POST /v1/completions" {
+			h = r.Handler
+		}
+	}
+	require.NotNil(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.Equal(t, http.StatusOK, serve(h, ctx, false)) // a ~1000-byte body: ~250 estimated
+	assert.Equal(t, int64(7), pl.prefillTok, "the counted prompt replaced the estimate")
+	assert.Equal(t, int64(7+32), pl.decodeTok, "prompt + max_tokens")
+	assertNoTokenLoad(t, ws)
 }

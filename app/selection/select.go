@@ -208,9 +208,12 @@ func unhold(w *worker.Live, b *metricsBox, t tokens) {
 type held struct {
 	p, d   *worker.Live // d nil: a prefill-only selection
 	bP, bD *metricsBox
-	tP, tD tokens
 	done   atomic.Bool
-	pEnded atomic.Bool // the prefill's tokens were released when its leg ended
+
+	mu     sync.Mutex // guards the token fields below
+	tP, tD tokens
+	pEnded bool // the prefill's tokens were freed when its leg ended
+	freed  bool // release freed the tokens
 }
 
 // Held is one PD selection's in-flight accounting (SelectHeld).
@@ -223,8 +226,43 @@ func (h Held) Release() { h.h.release() }
 // in-flight request is freed by Release, with the decode's); idempotent, safe from any
 // goroutine. Until it is called, Release frees them.
 func (h Held) PrefillEnded() {
-	if h.h.pEnded.CompareAndSwap(false, true) {
-		h.h.p.UnholdTokens(h.h.tP.prompt, h.h.tP.decode)
+	hh := h.h
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.pEnded || hh.freed {
+		return
+	}
+	hh.pEnded = true
+	hh.p.UnholdTokens(hh.tP.prompt, hh.tP.decode)
+}
+
+// SetPromptTokens replaces the prompt size held on both legs by n (n < 0: 0), once the
+// gateway counted what it had estimated (the gRPC pipeline tokenizes after selection). A
+// prefill whose tokens were already freed, or a released selection, is left alone.
+func (h Held) SetPromptTokens(n int64) {
+	hh := h.h
+	n = max(n, 0)
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.freed {
+		return
+	}
+	if !hh.pEnded {
+		adjustPrompt(hh.p, hh.tP.prompt, n)
+	}
+	hh.tP.prompt = n
+	if hh.d != nil {
+		adjustPrompt(hh.d, hh.tD.prompt, n)
+		hh.tD.prompt = n
+	}
+}
+
+// adjustPrompt moves w's held prompt tokens from old to n.
+func adjustPrompt(w *worker.Live, old, n int64) {
+	if n > old {
+		w.HoldTokens(n-old, 0)
+	} else {
+		w.UnholdTokens(old-n, 0)
 	}
 }
 
@@ -242,13 +280,16 @@ func (h *held) release() {
 	if !h.done.CompareAndSwap(false, true) {
 		return
 	}
-	tP := h.tP
-	if h.pEnded.Swap(true) { // PrefillEnded freed them already
+	h.mu.Lock()
+	tP, tD := h.tP, h.tD
+	if h.pEnded { // PrefillEnded freed them already
 		tP = tokens{}
 	}
+	h.freed = true
+	h.mu.Unlock()
 	unhold(h.p, h.bP, tP)
 	if h.d != nil {
-		unhold(h.d, h.bD, h.tD)
+		unhold(h.d, h.bD, tD)
 	}
 }
 

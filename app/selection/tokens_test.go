@@ -122,3 +122,26 @@ func TestPrefillEndedFreesThePrefillTokensOnce(t *testing.T) {
 	h.PrefillEnded() // after Release: nothing left to free
 	requireNoTokens(t, ws)
 }
+
+func TestSetPromptTokensReplacesTheEstimate(t *testing.T) {
+	t.Parallel()
+	ws := tokenFleet()
+	_, sel, _ := newSel(t, pairing.ModeLenient, ws...)
+	req := &policy.Request{Model: "m", PromptTokens: 1000, DecodeTokens: 64}
+
+	p, d, h, err := sel.SelectHeld(req)
+	require.NoError(t, err)
+	h.SetPromptTokens(300)
+	assert.Equal(t, int64(300), p.TokenLoad())
+	assert.Equal(t, int64(364), d.TokenLoad())
+	h.SetPromptTokens(2000)
+	assert.Equal(t, int64(2000), p.PromptTokens())
+	assert.Equal(t, int64(2000), d.PromptTokens())
+	h.PrefillEnded()
+	h.SetPromptTokens(10) // the prefill's tokens are gone: only the decode's change
+	assert.Zero(t, p.TokenLoad())
+	assert.Equal(t, int64(74), d.TokenLoad())
+	h.Release()
+	h.SetPromptTokens(500) // after Release: nothing is held any more
+	requireNoTokens(t, ws)
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/smg-go/smg/app/kvroute"
 	"github.com/smg-go/smg/app/pipeline"
 	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/app/tokenshare"
 	"github.com/smg-go/smg/ports"
 )
 
@@ -100,6 +101,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 			return metrics.NewDiscoveryMetrics(reg)
 		}),
 		admission.Module(),
+		tokenshare.Module(),    // --load-metric tokens: in-flight tokens shared through Redis
 		pipeline.TextModule(),  // gRPC text pipeline: tokenizers, chat templates
 		pipeline.Module(),      // gRPC PD attempts, handed over by dispatch
 		pipeline.LoadsModule(), // smg_engine_pd_* from the gRPC workers' load reports

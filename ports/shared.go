@@ -75,3 +75,19 @@ type SlotCounter interface {
 	// a lease expired.
 	Wait(ctx context.Context, worker string) error
 }
+
+// TokenBoard shares each gateway instance's in-flight token load per worker (prompt plus
+// expected decode tokens, worker.Live.TokenLoad's local part), so that with --redis-url a
+// token-aware policy on one instance sees what the others dispatched. Each instance
+// publishes its whole table, replacing the previous one; an entry expires ttl after its
+// publication, so a crashed instance's load disappears on its own. Workers are keyed by URL.
+// All methods are safe for concurrent use; a Redis-backed adapter bounds each call by a short
+// timeout.
+type TokenBoard interface {
+	// Publish replaces instance's table with loads (worker URL → tokens; entries <= 0 may
+	// be left out), expiring ttl after now. An empty instance or ttl <= 0 is an error.
+	Publish(ctx context.Context, instance string, loads map[string]int64, ttl time.Duration) error
+	// Others returns, per worker URL, the sum of the unexpired tables of every instance
+	// but instance. Workers nobody else loads are absent.
+	Others(ctx context.Context, instance string) (map[string]int64, error)
+}

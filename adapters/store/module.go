@@ -43,9 +43,12 @@ type sharedOut struct {
 	// Fleet is the shared worker registry; nil without --redis-url (registrations stay per
 	// instance).
 	Fleet ports.FleetStore
+	// Tokens shares in-flight token load between instances: the Redis board with
+	// --redis-url, else an in-memory board (this instance alone).
+	Tokens ports.TokenBoard
 }
 
-// Module provides ports.SlotCounter, ports.StickyStore and ports.FleetStore. Without --redis-url they are the
+// Module provides ports.SlotCounter, ports.StickyStore, ports.FleetStore and ports.TokenBoard. Without --redis-url they are the
 // in-memory adapters (per instance). With it, the Redis adapters (prefix --redis-key-prefix,
 // default "smg:"; 100 ms call timeout, 10 s lease TTL, 250 ms wait poll) wrapped in FallbackSlots
 // and FallbackSticky over the in-memory ones. A Redis that does not answer at start-up is
@@ -65,7 +68,7 @@ func newShared(in sharedIn) (sharedOut, error) {
 	memSlots := memory.NewSlots(memory.SlotsOptions{})
 	memSticky := memory.NewSticky(memory.StickyOptions{})
 	if in.Options.RedisURL == "" {
-		return sharedOut{Slots: memSlots, Sticky: memSticky}, nil
+		return sharedOut{Slots: memSlots, Sticky: memSticky, Tokens: memory.NewTokenBoard(nil)}, nil
 	}
 	redis.RouteLogs(log)
 	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, 0)
@@ -97,5 +100,6 @@ func newShared(in sharedIn) (sharedOut, error) {
 		Slots:  NewFallbackSlots(slots, memSlots, fo),
 		Sticky: NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
 		Fleet:  fleet,
+		Tokens: redis.NewTokenBoard(c, o),
 	}, nil
 }

@@ -3,7 +3,11 @@
 // "Configuration"). Validate reports the first bad value naming its flag.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/smg-go/smg/domain/policy"
+)
 
 // PrefillSpec is one `--prefill <url> [bootstrap_port|none]` value.
 type PrefillSpec struct {
@@ -62,6 +66,7 @@ type Config struct {
 	LeastLoadKVPressureWeight  float64 // --least-load-kv-pressure-weight, 0.15
 	LeastLoadDefaultThroughput float64 // --least-load-default-throughput, 2000
 	LeastLoadMeanPrefillTokens int     // --least-load-mean-prefill-tokens, 1024
+	LoadMetric                 string  // --load-metric, "requests" (policy.LoadRequests) or "tokens"
 	LeastLoadMaxWaitingReqs    int     // --least-load-max-waiting-requests, 0
 	// KVEventsRouting (--kv-events-routing, true): subscribe to every grpc:// worker's
 	// SubscribeKvEvents stream and let cache_aware score gRPC requests by the engines' own
@@ -268,6 +273,7 @@ func Default() Config {
 		KVOverlapWeight:            4,
 		KVSpeculativeTTL:           2 * time.Second,
 		KVIndexMaxBlocks:           1 << 20,
+		LoadMetric:                 policy.LoadRequests,
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
 		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,

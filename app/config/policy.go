@@ -24,5 +24,6 @@ func (c Config) PolicyOptions() policy.Options {
 	o.LeastLoadMeanPrefillTokens = c.LeastLoadMeanPrefillTokens
 	o.LeastLoadMaxWaitingRequests = c.LeastLoadMaxWaitingReqs
 	o.KVOverlapWeight = c.KVOverlapWeight
+	o.LoadMetric = c.LoadMetric
 	return o
 }

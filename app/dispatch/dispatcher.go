@@ -186,6 +186,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			return
 		}
 		preq := &policy.Request{Model: rq.Model, RoutingKey: d.routingKey(r.Header)}
+		preq.PromptTokens, preq.DecodeTokens = loadSize(rq)
 		if d.needsText {
 			preq.Text = rq.RoutingText()
 		}
@@ -366,11 +367,12 @@ func endpointLabel(r handoff.Route) string {
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
 	ports.RequestInfoFrom(ctx).AddAttempt()
-	p, dc, release, err := d.sel.Select(preq)
+	p, dc, release, hooks, err := d.selectPair(preq)
 	if err != nil {
 		return false, err
 	}
 	defer release()
+	ctx = withTokenHooks(ctx, hooks)
 	if tr.unresponsive(p) || tr.unresponsive(dc) || tr.samePair(p, dc) {
 		return false, errOnlyUnresponsive
 	}

@@ -37,13 +37,16 @@ func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *hand
 		wg.Go(func() {
 			err := func() error {
 				p, dc := p0, d0
+				lctx := fctx // pair 0's prefill-end hook comes with the attempt's context
 				if i > 0 {
 					var rel func()
+					var hooks tokenHooks
 					var err error
-					p, dc, rel, err = d.sel.Select(preq)
+					p, dc, rel, hooks, err = d.selectPair(preq)
 					if err != nil {
 						return err
 					}
+					lctx = withTokenHooks(fctx, hooks)
 					mu.Lock()
 					releases = append(releases, rel)
 					mu.Unlock()
@@ -56,7 +59,7 @@ func (d *Dispatcher) fanout(ctx context.Context, w http.ResponseWriter, rq *hand
 				releases = append(releases, rel)
 				mu.Unlock()
 				legs := handoff.BootstrapPatch(bodies[i], rq.Batch, handoff.TargetFor(p.Worker, dc.Worker, d.cfg.DPAware), nil)
-				o, err := d.openParallel(fctx, rq, legs, p, dc, hdr)
+				o, err := d.openParallel(lctx, rq, legs, p, dc, hdr)
 				if err != nil {
 					return err
 				}

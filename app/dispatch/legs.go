@@ -296,6 +296,7 @@ func (d *Dispatcher) attemptError(ctx context.Context, o *open, fallback func() 
 func (d *Dispatcher) runPrefill(o *open, ptimer legTimer, req ports.LegRequest) {
 	var res prefillResult
 	defer func() { o.pdone <- res }()
+	defer prefillEnded(o.reqCtx) // the prefill's tokens are done, whatever the outcome
 	p := o.prefill
 	fail := func(f *legFault) {
 		if o.ctx.Err() != nil {

@@ -146,6 +146,7 @@ func (d *Dispatcher) moriioConcurrent(w http.ResponseWriter, o *open, plan *hand
 func (d *Dispatcher) runMoRIIOPrefill(o *open, ptimer legTimer, plan *handoff.MoRIIOPlan, req ports.LegRequest) {
 	var res prefillResult
 	defer func() { o.pdone <- res }()
+	defer prefillEnded(o.reqCtx) // the prefill's tokens are done, whatever the outcome
 	defer ptimer.stop()
 	p := o.prefill
 	fail := func(f *legFault) {

@@ -59,6 +59,8 @@ func (d *Dispatcher) sequential(ctx context.Context, w http.ResponseWriter, rq *
 		}
 		prefillBuf, prefillBody = b, b.Bytes()
 	}
+	// The prefill leg ended (sequentialPrefill frees its tokens), or there was none.
+	prefillEnded(ctx)
 	decodeBody, outcome := plan.Decode(prefillBody) // a fresh body: the prefill's bytes are copied
 	if prefillBuf != nil {
 		putBody(prefillBuf)
@@ -142,6 +144,7 @@ func (d *Dispatcher) releasePrefill(o *open) {
 // before the prefill's success is recorded: its fault (a handoff no decode can use) fails
 // the attempt instead.
 func (d *Dispatcher) sequentialPrefill(o *open, req ports.LegRequest, check func([]byte) *legFault) (*bytes.Buffer, error) {
+	defer prefillEnded(o.reqCtx) // the prefill's tokens are done, whatever the outcome
 	p := o.prefill
 	ptimer := startLegTimer(d.cfg.PrefillTimeout, func() { o.cancel(d.prefillTimeoutFault(p, "did not answer")) })
 	defer ptimer.stop()

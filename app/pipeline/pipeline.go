@@ -136,6 +136,7 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	if err != nil {
 		return false, err
 	}
+	dispatch.PromptTokensCounted(ctx, j.promptTokens()) // the selection only estimated it
 	applyDecodeDefaults(&j.sampling, dc)
 	if err := pl.prepareMedia(ctx, j, proto, p); err != nil {
 		return false, err

@@ -94,6 +94,15 @@ type job struct {
 	mm       *mmJob
 }
 
+// promptTokens is the tokens of every prompt of the job.
+func (j *job) promptTokens() int {
+	n := 0
+	for _, p := range j.prompts {
+		n += len(p.ids)
+	}
+	return n
+}
+
 // hasTools reports a non-empty tools list.
 func hasTools(raw json.RawMessage) bool {
 	t := string(bytes.TrimSpace(raw))

@@ -42,29 +42,38 @@ import (
 //     Matrix.ExplainWhere, O(workers) without allocation per worker) and is logged at
 //     warn level once per fleet change (at most every 30 s while the fleet is unchanged).
 func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, release func(), err error) {
+	p, d, h, err := s.selectHeld(req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, d, h.release, nil
+}
+
+// selectHeld is Select returning the accounting itself.
+func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live, h *held, err error) {
 	if req == nil {
 		req = &policy.Request{}
 	}
 	sn := s.current()
-	prefill, decode, release, err = s.selectPair(sn, req, avail{model: req.Model})
+	prefill, decode, h, err = s.selectPair(sn, req, avail{model: req.Model})
 	if err == nil {
-		return prefill, decode, release, nil
+		return prefill, decode, h, nil
 	}
 	a, ok := panicFor(sn, req.Model)
 	if !ok {
 		return nil, nil, nil, err
 	}
-	p, d, rel, perr := s.selectPair(sn, req, a)
+	p, d, hp, perr := s.selectPair(sn, req, a)
 	if perr != nil {
 		return nil, nil, nil, err
 	}
 	s.warnPanic(a, p, d)
-	return p, d, rel, nil
+	return p, d, hp, nil
 }
 
 // selectPair is one selection over sn with a's idea of a usable worker: each leg's policy
 // normally, least loaded on a leg in panic mode.
-func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, release func(), err error) {
+func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, h *held, err error) {
 	groups := sn.mx.Pairable()
 	polP, polD := s.prefillPolicy, s.decodePolicy
 	if a.panicP {
@@ -98,7 +107,8 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	}
 	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
-	i, bP, ok := s.pick(&s.prefillMu, polP, cands, req)
+	tP, tD := legTokens(req)
+	i, bP, ok := s.pick(&s.prefillMu, polP, cands, req, tP)
 	if !ok {
 		return nil, nil, nil, policyFailed(polP, policy.LegPrefill)
 	}
@@ -106,24 +116,23 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 
 	decodes := usableOf(groups[candGroup[i]].Decodes, a.decode)
 	if len(decodes) == 0 { // every compatible decode went away since the filter above
-		unhold(prefill, bP)
+		unhold(prefill, bP, tP)
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
 	decodes, _ = preferOthers(decodes, nil, req.Avoid)
 	if pinned != nil && slices.Contains(decodes, pinned) {
 		decodes = []*worker.Live{pinned}
 	}
-	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, req)
+	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, req, tD)
 	if !ok {
-		unhold(prefill, bP)
+		unhold(prefill, bP, tP)
 		return nil, nil, nil, policyFailed(polD, policy.LegDecode)
 	}
 	decode = decodes[j]
 
 	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
 	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
-	h := &held{p: prefill, d: decode, bP: bP, bD: bD}
-	return prefill, decode, h.release, nil
+	return prefill, decode, &held{p: prefill, d: decode, bP: bP, bD: bD, tP: tP, tD: tD}, nil
 }
 
 // pinned returns the available decode named by req.PinDecode (serving req.Model and
@@ -155,19 +164,21 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 	if len(cands) == 0 {
 		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
-	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req)
+	tP, _ := legTokens(req)
+	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req, tP)
 	if !ok {
 		return nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
 	}
 	s.countSelection(policy.LegPrefill, cands[i], req.Model, s.prefillPolicy)
-	h := &held{p: cands[i], bP: b}
+	h := &held{p: cands[i], bP: b, tP: tP}
 	return cands[i], h.release, nil
 }
 
-// pick runs pol.Select and holds the picked worker under mu, so the next pick sees its load.
+// pick runs pol.Select and holds the picked worker (one request and t's tokens) under mu, so
+// the next pick sees its load.
 // ok is false when the policy picked nothing (or an index out of range). b is the metrics
 // the hold was mirrored in (smg_worker_requests_active{worker}), nil when none were set.
-func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request) (i int, b *metricsBox, ok bool) {
+func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request, t tokens) (i int, b *metricsBox, ok bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	i = pol.Select(cands, req)
@@ -176,15 +187,17 @@ func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live,
 	}
 	w := cands[i]
 	w.Hold()
+	w.HoldTokens(t.prompt, t.decode)
 	if b = s.metrics.Load(); b != nil {
 		b.m.AddActive(w.URL, 1)
 	}
 	return i, b, true
 }
 
-// unhold undoes one pick's hold on w and its metrics mirror b.
-func unhold(w *worker.Live, b *metricsBox) {
+// unhold undoes one pick's hold on w (a request and t's tokens) and its metrics mirror b.
+func unhold(w *worker.Live, b *metricsBox, t tokens) {
 	w.Unhold()
+	w.UnholdTokens(t.prompt, t.decode)
 	if b != nil {
 		b.m.AddActive(w.URL, -1)
 	}
@@ -196,15 +209,87 @@ type held struct {
 	p, d   *worker.Live // d nil: a prefill-only selection
 	bP, bD *metricsBox
 	done   atomic.Bool
+
+	mu     sync.Mutex // guards the token fields below
+	tP, tD tokens
+	pEnded bool // the prefill's tokens were freed when its leg ended
+	freed  bool // release freed the tokens
+}
+
+// Held is one PD selection's in-flight accounting (SelectHeld).
+type Held struct{ h *held }
+
+// Release frees both legs' in-flight requests and tokens; idempotent, safe from any goroutine.
+func (h Held) Release() { h.h.release() }
+
+// PrefillEnded frees the prefill leg's tokens as soon as that leg ended, well or not (its
+// in-flight request is freed by Release, with the decode's); idempotent, safe from any
+// goroutine. Until it is called, Release frees them.
+func (h Held) PrefillEnded() {
+	hh := h.h
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.pEnded || hh.freed {
+		return
+	}
+	hh.pEnded = true
+	hh.p.UnholdTokens(hh.tP.prompt, hh.tP.decode)
+}
+
+// SetPromptTokens replaces the prompt size held on both legs by n (n < 0: 0), once the
+// gateway counted what it had estimated (the gRPC pipeline tokenizes after selection). A
+// prefill whose tokens were already freed, or a released selection, is left alone.
+func (h Held) SetPromptTokens(n int64) {
+	hh := h.h
+	n = max(n, 0)
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.freed {
+		return
+	}
+	if !hh.pEnded {
+		adjustPrompt(hh.p, hh.tP.prompt, n)
+	}
+	hh.tP.prompt = n
+	if hh.d != nil {
+		adjustPrompt(hh.d, hh.tD.prompt, n)
+		hh.tD.prompt = n
+	}
+}
+
+// adjustPrompt moves w's held prompt tokens from old to n.
+func adjustPrompt(w *worker.Live, old, n int64) {
+	if n > old {
+		w.HoldTokens(n-old, 0)
+	} else {
+		w.UnholdTokens(old-n, 0)
+	}
+}
+
+// SelectHeld is Select with the accounting returned as a Held, so the prefill's tokens can
+// be freed when the prefill leg ends (Held.PrefillEnded) rather than with the decode.
+func (s *Selector) SelectHeld(req *policy.Request) (prefill, decode *worker.Live, h Held, err error) {
+	p, d, hd, err := s.selectHeld(req)
+	if err != nil {
+		return nil, nil, Held{}, err
+	}
+	return p, d, Held{hd}, nil
 }
 
 func (h *held) release() {
 	if !h.done.CompareAndSwap(false, true) {
 		return
 	}
-	unhold(h.p, h.bP)
+	h.mu.Lock()
+	tP, tD := h.tP, h.tD
+	if h.pEnded { // PrefillEnded freed them already
+		tP = tokens{}
+	}
+	h.freed = true
+	h.mu.Unlock()
+	unhold(h.p, h.bP, tP)
 	if h.d != nil {
-		unhold(h.d, h.bD)
+		unhold(h.d, h.bD, tD)
 	}
 }
 

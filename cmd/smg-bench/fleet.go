@@ -42,6 +42,7 @@ See docs/fleet-bench.md.`,
 					return err
 				}
 				fleetbench.WriteTable(cmd.OutOrStdout(), rep.Cells)
+				fleetbench.WriteSizeSplit(cmd.OutOrStdout(), rep.Cells)
 				if plotPath == "" {
 					return nil
 				}
@@ -72,6 +73,7 @@ See docs/fleet-bench.md.`,
 			start := time.Now()
 			rep, runErr := fleetbench.Run(cmd.Context(), c)
 			fleetbench.WriteTable(out, rep.Cells)
+			fleetbench.WriteSizeSplit(out, rep.Cells)
 			var errs []error
 			if jsonPath != "" && len(rep.Cells) > 0 {
 				errs = append(errs, fleetbench.WriteJSON(jsonPath, rep))

@@ -21,6 +21,9 @@ import (
 //     LeastLoadMeanPrefillTokens, per pick); throughput is the report's, else
 //     LeastLoadDefaultThroughput; k is its KV token usage clamped to [0, 0.999]. An unreported
 //     worker scores in-flight × LeastLoadMeanPrefillTokens / the mean reported throughput.
+//   - With LoadMetric LoadTokens (--load-metric tokens) the in-flight count above is the
+//     worker's in-flight tokens (worker.Live.TokenLoad), and an unreported worker scores
+//     those tokens / the mean reported throughput.
 //   - LeastLoadMaxWaitingRequests > 0 drops reported workers whose waiting requests plus
 //     picks since that report reach it; when every candidate is dropped Select returns -1.
 //
@@ -29,6 +32,7 @@ type LeastLoad struct {
 	params     scoreParams
 	maxWaiting int
 	loads      LoadSource
+	metric     string // LoadRequests or LoadTokens
 
 	mu      sync.Mutex
 	credits map[string]*credit
@@ -54,6 +58,7 @@ func newLeastLoad(o Options) *LeastLoad {
 		},
 		maxWaiting: o.LeastLoadMaxWaitingRequests,
 		loads:      o.Loads,
+		metric:     o.LoadMetric,
 		credits:    map[string]*credit{},
 	}
 }
@@ -71,7 +76,7 @@ func (p *LeastLoad) Select(c []*worker.Live, req *Request) int {
 		return -1
 	}
 	if p.loads == nil {
-		return minLoad(c)
+		return minLoadBy(c, p.metric)
 	}
 	var rbuf [16]LoadReport
 	var hbuf, okbuf [16]bool
@@ -83,7 +88,7 @@ func (p *LeastLoad) Select(c []*worker.Live, req *Request) int {
 	}
 	reps, has, ok, scores = reps[:len(c)], has[:len(c)], ok[:len(c)], scores[:len(c)]
 	if !fetchReports(p.loads, c, reps, has) {
-		return minLoad(c)
+		return minLoadBy(c, p.metric)
 	}
 	nominal := p.params.nominalThroughput(reps, has)
 
@@ -92,7 +97,7 @@ func (p *LeastLoad) Select(c []*worker.Live, req *Request) int {
 	for i, w := range c {
 		ok[i] = true
 		if !has[i] {
-			scores[i] = p.params.unreportedScore(w.Load(), nominal)
+			scores[i] = p.params.unreportedScoreBy(w, p.metric, nominal)
 			continue
 		}
 		cr := p.creditFor(w.URL, reps[i].Seq)

@@ -38,6 +38,15 @@ func (p scoreParams) unreportedScore(load int64, nominalTput float64) float64 {
 	return float64(load) * p.meanPrefill / nominalTput
 }
 
+// unreportedScoreBy is unreportedScore under load metric m: with LoadTokens the worker's
+// in-flight tokens (worker.Live.TokenLoad) take the place of in-flight × mean prefill tokens.
+func (p scoreParams) unreportedScoreBy(w *worker.Live, m string, nominalTput float64) float64 {
+	if m == LoadTokens {
+		return float64(w.TokenLoad()) / nominalTput
+	}
+	return p.unreportedScore(w.Load(), nominalTput)
+}
+
 // nominalThroughput is the mean of the positive reported throughputs, else the default.
 func (p scoreParams) nominalThroughput(reps []LoadReport, has []bool) float64 {
 	sum, n := 0.0, 0

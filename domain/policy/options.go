@@ -18,6 +18,12 @@ const (
 	AssignDelegate = "delegate"  // for manual alone behaves as min_load
 )
 
+// Load metrics (--load-metric): what power_of_two and least_load compare.
+const (
+	LoadRequests = "requests" // in-flight legs on the worker (the default, SMG's behaviour)
+	LoadTokens   = "tokens"   // in-flight prompt + expected decode tokens on the worker
+)
+
 // Observer receives the policy metrics the spec names (smg-spec.md §5.5, §5.7–§5.9, §7.3).
 // The Prometheus adapter implements it; a nil Observer in Options disables metrics. Methods
 // are called on the selection path and must be fast and safe for concurrent use.
@@ -100,6 +106,11 @@ type Options struct {
 	// LeastLoadMaxWaitingRequests (--least-load-max-waiting-requests, 0 = off): least_load
 	// drops workers whose reported waiting requests plus picks since that report reach it.
 	LeastLoadMaxWaitingRequests int
+	// LoadMetric (--load-metric, "requests"): what power_of_two and least_load count as a
+	// worker's gateway-side load: LoadRequests (in-flight legs, worker.Live.Load) or
+	// LoadTokens (in-flight prompt + expected decode tokens, worker.Live.TokenLoad). Engine
+	// load reports, when a LoadSource supplies them, are scored the same either way.
+	LoadMetric string
 	// BucketAdjustInterval is bucket's sliding window and range-recompute period (5 s, the
 	// value SMG's CLI hardcodes; smg-spec.md §5.6). >= 1 s.
 	BucketAdjustInterval time.Duration
@@ -147,6 +158,7 @@ func DefaultOptions() Options {
 		LeastLoadMaxWaitingRequests:   0,
 		BucketAdjustInterval:          5 * time.Second,
 		KVOverlapWeight:               DefaultKVOverlapWeight,
+		LoadMetric:                    LoadRequests,
 	}
 }
 
@@ -211,6 +223,8 @@ func (o Options) Validate() error {
 		return bad("--least-load-max-waiting-requests", "must be 0 (off) or more (got %d)", o.LeastLoadMaxWaitingRequests)
 	case !finite(o.KVOverlapWeight) || o.KVOverlapWeight < 0:
 		return bad("--kv-overlap-weight", "must be 0 or more (got %g)", o.KVOverlapWeight)
+	case o.LoadMetric != LoadRequests && o.LoadMetric != LoadTokens:
+		return bad("--load-metric", "must be requests or tokens (got %q)", o.LoadMetric)
 	case o.BucketAdjustInterval < time.Second:
 		return bad("bucket adjust interval", "must be at least 1s (got %s)", o.BucketAdjustInterval)
 	}

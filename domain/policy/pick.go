@@ -8,11 +8,15 @@ import (
 
 // minLoad returns the index of the candidate with the fewest in-flight requests, ties broken
 // uniformly at random (reservoir sampling), or -1 for an empty slice.
-func minLoad(c []*worker.Live) int {
+func minLoad(c []*worker.Live) int { return minLoadBy(c, LoadRequests) }
+
+// minLoadBy is minLoad over the load metric m (LoadRequests or LoadTokens): the candidate
+// with the fewest in-flight requests or tokens, ties random; -1 for an empty slice.
+func minLoadBy(c []*worker.Live, m string) int {
 	best, ties := -1, 0
 	var bestLoad int64
 	for i, w := range c {
-		l := w.Load()
+		l := loadOf(w, m)
 		switch {
 		case best < 0 || l < bestLoad:
 			best, bestLoad, ties = i, l, 1
@@ -53,4 +57,13 @@ func loadStats(c []*worker.Live) (total int64, avg float64) {
 		avg = float64(total) / float64(len(c))
 	}
 	return total, avg
+}
+
+// loadOf is w's gateway-side load under metric m: in-flight tokens for LoadTokens, else
+// in-flight requests.
+func loadOf(w *worker.Live, m string) int64 {
+	if m == LoadTokens {
+		return w.TokenLoad()
+	}
+	return w.Load()
 }

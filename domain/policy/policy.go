@@ -56,6 +56,15 @@ type Request struct {
 	// gRPC pipeline, a single prompt), else nil. cache_aware matches them against
 	// Options.KVPrefixes. Read-only.
 	TokenIDs []uint32
+	// PromptTokens is the prompt size the selector counts on the picked workers' token load
+	// (worker.Live.HoldTokens): Tokens when known, else the dispatcher's estimate
+	// (handoff.Request.LoadPromptTokens: counted token ids, else body bytes ÷ 4). 0 falls back to Tokens.
+	PromptTokens int
+	// DecodeTokens is the number of tokens the request is expected to generate: its
+	// max_tokens (or the route's equivalent) when set, else the gateway's default. The
+	// selector counts it on the decode leg's worker (worker.Live.HoldTokens) for
+	// --load-metric tokens; policies need not read it.
+	DecodeTokens int
 	// Ctx bounds I/O a policy does during Select (manual's sticky store); nil means
 	// context.Background(). Cancelling it never fails the pick: the policy falls back to a
 	// fresh pick.

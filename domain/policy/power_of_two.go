@@ -12,9 +12,13 @@ import (
 // parameters (the --least-load-* flags do not apply) and no credits. When neither sampled
 // worker has a load report (always, until a LoadSource is wired) the score is the in-flight
 // count, so the less busy of the two wins. With reports, the nominal throughput for an
-// unreported worker is taken over the two sampled workers only. Stateless. Start-up needs >= 2 workers on the leg (ValidateStartup).
+// unreported worker is taken over the two sampled workers only. With Options.LoadMetric
+// LoadTokens (--load-metric tokens) the in-flight count is replaced by the worker's
+// in-flight tokens (worker.Live.TokenLoad), so one long prompt weighs more than a short one.
+// Stateless. Start-up needs >= 2 workers on the leg (ValidateStartup).
 type PowerOfTwo struct {
-	loads LoadSource
+	loads  LoadSource
+	metric string // LoadRequests or LoadTokens
 }
 
 var _ Policy = (*PowerOfTwo)(nil)
@@ -46,11 +50,11 @@ func (p *PowerOfTwo) Select(c []*worker.Live, _ *Request) int {
 			if has[k] {
 				scores[k] = defaultScoreParams.reportScore(reps[k], 0)
 			} else {
-				scores[k] = defaultScoreParams.unreportedScore(w.Load(), nominal)
+				scores[k] = defaultScoreParams.unreportedScoreBy(w, p.metric, nominal)
 			}
 		}
 	} else {
-		scores[0], scores[1] = float64(pair[0].Load()), float64(pair[1].Load())
+		scores[0], scores[1] = float64(loadOf(pair[0], p.metric)), float64(loadOf(pair[1], p.metric))
 	}
 	switch {
 	case scores[0] < scores[1]:

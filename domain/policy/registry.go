@@ -67,7 +67,7 @@ func New(name string, leg Leg, opts Options) (Policy, error) {
 	case wire.PolicyRoundRobin:
 		return &RoundRobin{}, nil
 	case wire.PolicyPowerOfTwo:
-		return &PowerOfTwo{loads: opts.Loads}, nil
+		return &PowerOfTwo{loads: opts.Loads, metric: opts.LoadMetric}, nil
 	case wire.PolicyLeastLoad:
 		return newLeastLoad(opts), nil
 	case wire.PolicyCacheAware:

@@ -24,6 +24,9 @@ type Live struct {
 	confirmed atomic.Bool            // the last engine-id read completed
 	failedAt  atomic.Int64           // unix ns of the latest failure its breaker counted; 0 = none
 	suspect   atomic.Bool            // the progress watchdog suspects it stalled
+	promptTok atomic.Int64           // prompt tokens of the legs in flight (tokens.go)
+	decodeTok atomic.Int64           // expected decode tokens of the legs in flight
+	remoteTok atomic.Int64           // other gateway instances' token load, as last shared
 }
 
 // SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or

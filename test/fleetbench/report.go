@@ -69,6 +69,9 @@ type Cell struct {
 	CacheModel bool `json:"cache_model"`
 	// Workers are the simulators' own counters the figures above come from.
 	Workers []WorkerStats `json:"workers"`
+	// TTFTBySize is the TTFT of successful requests by prompt size, "short" and "long"
+	// (SizeSplit); absent from cells built by Summarise alone.
+	TTFTBySize map[string]Quantiles `json:"ttft_by_size_ms,omitempty"`
 	// TTFTSamples are the successful requests' TTFTs in milliseconds, ascending (the CDF).
 	TTFTSamples []float64 `json:"ttft_samples_ms"`
 }

@@ -156,7 +156,9 @@ func runCell(ctx context.Context, c Config, wl, pol string, replicas int, reqs [
 	if err != nil {
 		return Cell{}, err
 	}
-	return Summarise(wl, pol, replicas, rs, elapsed, ws), nil
+	cell := Summarise(wl, pol, replicas, rs, elapsed, ws)
+	cell.TTFTBySize = SizeSplit(rs, reqs)
+	return cell, nil
 }
 
 // FindTokenizer returns the Qwen3 tokenizer directory `make fixtures` installs

@@ -171,6 +171,8 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("kv-speculative-ttl-secs")
 	fs.IntVar(&cfg.KVIndexMaxBlocks, "kv-index-max-blocks", cfg.KVIndexMaxBlocks, "cache_aware with KV events: bound on the index's (worker, block) entries")
 	add("kv-index-max-blocks")
+	fs.StringVar(&cfg.LoadMetric, "load-metric", cfg.LoadMetric, "power_of_two/least_load: compare in-flight `requests` or tokens (prompt + expected decode) per worker")
+	add("load-metric")
 	fs.StringArrayVar(&cfg.RoutingKeyHeaders, "routing-key-headers", cfg.RoutingKeyHeaders, "request `header` carrying the routing key; repeat for more")
 	add("routing-key-headers")
 

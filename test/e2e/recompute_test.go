@@ -26,7 +26,9 @@ func TestVLLMSilentRecomputeIsCountedOverHTTP(t *testing.T) {
 	waitIdle(t, f.Sims()...)
 	assert.Zero(t, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total"), "the decode received the KV")
 
-	body := apiCompletions.body(prompt+"recomputed", 2, false)
+	// The recomputed prompt differs from the first word: the decode's own cache (it keeps
+	// the blocks it received) must not serve it.
+	body := apiCompletions.body("recomputed "+prompt, 2, false)
 	body["sim_fault"] = "prefill:no-kv-params"
 	r = f.Gateway.Post(t, apiCompletions.path, body, nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)

@@ -12,9 +12,9 @@ import (
 
 // n>1 on a cold prompt over gRPC (SGLang and TokenSpeed fan out into n single-sample
 // dispatches on one prefill): usage describes the client's prompt once, its prompt tokens
-// once and its cached tokens as the prompt found the cache (0), although the prefill
-// served the later samples from the KV the first one wrote (the prefill sim's
-// prompt_tokens, computed tokens only, show it). The same prompt again is a hit for every sample.
+// once and its cached tokens as the prompt found the cache (0), although the prefill received
+// it once per sample (its prompt_tokens) and may serve later samples from the KV the first one
+// wrote. The same prompt again is a hit, counted once.
 func TestGRPCFanoutUsageDescribesThePromptOnce(t *testing.T) {
 	t.Parallel()
 	for _, engine := range []string{grpcsim.EngineSGLang, grpcsim.EngineTokenSpeed} {
@@ -35,8 +35,12 @@ func TestGRPCFanoutUsageDescribesThePromptOnce(t *testing.T) {
 				return u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64)
 			}
 			assert.Zero(t, cached(), "a cold prompt found nothing cached")
-			assert.EqualValues(t, len(ids), p.Stats().PromptTokens, "one sample computed the prompt, the others hit its KV")
-			assert.EqualValues(t, len(ids), cached(), "the same prompt again is cached")
+			assert.EqualValues(t, 3*len(ids), p.Stats().PromptTokens, "the prefill received the prompt once per sample")
+			// The simulators' caches hit whole pages (and never the prompt's last token), so the
+			// repeat finds a page-aligned part of the prompt: more than nothing, counted once.
+			again := cached()
+			assert.Positive(t, again, "the same prompt again is cached")
+			assert.LessOrEqual(t, again, float64(len(ids)), "cached tokens describe the prompt once, not once per sample")
 		})
 	}
 }

@@ -41,7 +41,9 @@ func TestGRPCSilentRecomputeIsCounted(t *testing.T) {
 				}))
 			prompts := 0
 			for i := 0; i < 2; i++ {
-				q := strings.Repeat("a prompt long enough to span several KV pages ", 4) + strconv.Itoa(i)
+				// The prompts differ from their first token: the decode's own cache (it keeps the
+				// blocks it computed) must not serve the second one.
+				q := strconv.Itoa(i) + " " + strings.Repeat("a prompt long enough to span several KV pages ", 4)
 				r := g.Post(t, "/v1/completions", map[string]any{"model": pdModel, "prompt": q, "max_tokens": 2}, nil)
 				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 				n := int(r.Object(t)["usage"].(map[string]any)["prompt_tokens"].(float64))

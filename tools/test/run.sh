@@ -23,14 +23,14 @@ phase() {
 	local name=$1 start end rc
 	shift
 	start=$(date +%s)
-	echo "==> [$(fmt_secs $((start - T0)))] $name"
+	echo ">>> [$(fmt_secs $((start - T0)))] $name"
 	set +e
 	"$@"
 	rc=$?
 	set -e
 	end=$(date +%s)
-	summary+=("$(printf '%-44s %8s  %s' "$name" "$(fmt_secs $((end - start)))" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
-	echo "<== [$(fmt_secs $((end - T0)))] $name: $(fmt_secs $((end - start)))$([ $rc -eq 0 ] || echo ", FAILED (exit $rc)")"
+	summary+=("$(printf '%-70s %8s  %s' "$name" "$(fmt_secs $((end - start)))" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+	echo "<<< [$(fmt_secs $((end - T0)))] $name: $(fmt_secs $((end - start)))$([ $rc -eq 0 ] || echo ", FAILED (exit $rc)")"
 	if [ $rc -ne 0 ]; then
 		print_summary
 		exit $rc

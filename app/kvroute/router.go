@@ -63,6 +63,9 @@ type sub struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	blockSize atomic.Int64
+	// disabled is set once the engine answered Unimplemented: the worker stays on
+	// approximate routing and does not count for Active.
+	disabled atomic.Bool
 }
 
 var _ policy.KVPrefixes = (*Router)(nil)
@@ -192,6 +195,7 @@ func (r *Router) ensure(w *worker.Live) {
 		defer r.wg.Done()
 		defer close(s.done)
 		if err := g.Run(ctx); errors.Is(err, kvevents.ErrDisabled) {
+			s.disabled.Store(true)
 			r.log.Info("kv events: worker stays on approximate routing", "worker", w.URL)
 		}
 	}()
@@ -222,12 +226,18 @@ func (r *Router) Health(url string) (kvevents.Health, bool) {
 	return s.g.Health(), true
 }
 
-// Active reports whether any worker is subscribed (its stream may be down): the dispatcher
-// tokenizes before selection only then.
+// Active reports whether any worker is subscribed and its engine has not refused the stream
+// (Unimplemented; a stream that is down still counts): the dispatcher tokenizes before
+// selection only then, so a gRPC fleet whose engines publish no events never pays for it.
 func (r *Router) Active() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.subs) > 0
+	for _, s := range r.subs {
+		if !s.disabled.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // Live reports whether url's stream is subscribed and connected.

@@ -61,6 +61,9 @@ type gateway struct {
 	cmd  *exec.Cmd
 	url  string
 	logs *lockedBuffer
+	// readyRSS is the peak resident set when the gateway first answered /readiness, bytes:
+	// the binary, runtime and start-up state, which the media budget does not govern.
+	readyRSS int64
 }
 
 func freePort(t *testing.T) int {
@@ -106,7 +109,16 @@ func launch(t *testing.T, env []string, args ...string) *gateway {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 50*time.Millisecond, "smg never became ready")
+	g.readyRSS = g.peakRSS(t)
 	return g
+}
+
+// mediaRSS is how far the gateway's peak resident set rose above its ready state, bytes:
+// what media preparation (and the requests around it) cost, independent of the binary's
+// own size.
+func (g *gateway) mediaRSS(t *testing.T) int64 {
+	t.Helper()
+	return g.peakRSS(t) - g.readyRSS
 }
 
 // peakRSS is the child's peak resident set (VmHWM in /proc/<pid>/status), bytes.

@@ -312,36 +312,6 @@ func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *
 	return true
 }
 
-// isSelectionError reports an error of pair selection: no available worker on a leg, or no
-// compatible pair.
-func isSelectionError(err error) bool {
-	e, ok := errs.As(err)
-	return ok && (e.Code == wire.CodeNoAvailableWorkers || e.Code == wire.CodeNoCompatiblePDPair)
-}
-
-// avoidFailed makes a retry of preq prefer other workers than the one that caused a
-// retryable failure: the failing leg's worker, or both when the error names no leg.
-func avoidFailed(preq *policy.Request, err error, p, dc *worker.Live) {
-	if err == nil {
-		return
-	}
-	e, ok := errs.As(err)
-	if !ok || !e.Retryable {
-		return
-	}
-	if f := faultOf(err); f != nil && f.ambiguous {
-		return // tries.failed avoids the prefill and keeps the decode
-	}
-	switch e.Leg {
-	case "prefill":
-		preq.Avoid = append(preq.Avoid, p.URL)
-	case "decode":
-		preq.Avoid = append(preq.Avoid, dc.URL)
-	default:
-		preq.Avoid = append(preq.Avoid, p.URL, dc.URL)
-	}
-}
-
 // endpointLabel is the `endpoint` metric label of a route (smg-spec.md §7.2).
 func endpointLabel(r handoff.Route) string {
 	switch r {

@@ -15,9 +15,14 @@ import (
 // records, per tenant (worker URL), the logical time of the last insert through it. A
 // node's tenants are a subset of its parent's, because an insert stamps the whole path.
 // Not safe for concurrent use: cacheAwareTree holds the lock.
+//
+// Layout, for a few bytes per cached character: each node owns exactly the bytes of its edge
+// (a split copies both halves, so an evicted half never pins its sibling's memory), a stamp
+// is 8 bytes (tenant id, 32-bit logical time), and a leaf has no children slice. See
+// BenchmarkCacheAwareTreeMemory for the figures.
 type radixTree struct {
 	root  node
-	clock uint64 // logical time, +1 per insert
+	clock uint32 // logical time, +1 per insert; rebased before it wraps
 
 	ids       map[string]int32 // tenant URL → id
 	names     []string         // id → URL, "" when free
@@ -28,16 +33,21 @@ type radixTree struct {
 }
 
 type node struct {
-	text     string // edge label from the parent ("" for the root)
+	text     string // edge label from the parent ("" for the root), owned by this node
 	parent   *node
-	children []*node // sorted by text[0]
+	children []*node // sorted by text[0]; nil for a leaf
 	tenants  []stamp
 }
 
+// stamp is one tenant's last insert through a node.
 type stamp struct {
 	tenant int32
-	at     uint64
+	at     uint32 // radixTree.clock at the insert
 }
+
+// clockRebase is how far rebase moves every stamp back when the clock is about to wrap:
+// stamps older than that many inserts collapse to 0 (the oldest), newer ones keep their order.
+const clockRebase = 1 << 31
 
 func newRadixTree() *radixTree { return &radixTree{ids: map[string]int32{}} }
 
@@ -125,6 +135,9 @@ func (t *radixTree) match(text string) (int, *node) {
 
 // insert stores text for tenant id, stamping every node on its path with a fresh time.
 func (t *radixTree) insert(text string, id int32) {
+	if t.clock == math.MaxUint32 {
+		t.rebase()
+	}
 	t.clock++
 	now := t.clock
 	t.processed[id]++
@@ -155,16 +168,32 @@ func (t *radixTree) insert(text string, id int32) {
 	}
 }
 
+// rebase moves every stamp and the clock back by clockRebase (stamps older than that become
+// 0). An eviction plan made before sees changed times and skips those entries: it evicts less.
+func (t *radixTree) rebase() {
+	var walk func(*node)
+	walk = func(n *node) {
+		for i := range n.tenants {
+			n.tenants[i].at -= min(n.tenants[i].at, clockRebase)
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(&t.root)
+	t.clock -= clockRebase
+}
+
 // split cuts child c (at index pos of parent p) after k bytes and returns the new upper node,
 // which inherits c's tenants. Sizes do not change: the same characters, in two nodes.
 func (t *radixTree) split(p *node, pos int, c *node, k int) *node {
 	mid := &node{
-		text:     c.text[:k],
+		text:     strings.Clone(c.text[:k]),
 		parent:   p,
 		children: []*node{c},
-		tenants:  append([]stamp(nil), c.tenants...),
+		tenants:  slices.Clone(c.tenants),
 	}
-	c.text = c.text[k:]
+	c.text = strings.Clone(c.text[k:])
 	c.parent = mid
 	p.children[pos] = mid
 	return mid
@@ -175,9 +204,12 @@ func (t *radixTree) detach(n *node) {
 	p := n.parent
 	for i, c := range p.children {
 		if c == n {
-			p.children = append(p.children[:i], p.children[i+1:]...)
+			p.children = slices.Delete(p.children, i, i+1)
 			break
 		}
+	}
+	if len(p.children) == 0 {
+		p.children = nil // a leaf again: no backing array
 	}
 	var drop func(*node)
 	drop = func(x *node) {
@@ -205,6 +237,17 @@ func (n *node) isLeafFor(id int32) bool {
 		}
 	}
 	return true
+}
+
+// maxTenantSize returns the largest tenant's share of the tree, in bytes.
+func (t *radixTree) maxTenantSize() int {
+	m := 0
+	for id, s := range t.size {
+		if t.names[id] != "" {
+			m = max(m, s)
+		}
+	}
+	return m
 }
 
 // evictPlan is an eviction pass in progress (smg-spec.md §5.5 step 7). scanSome walks the
@@ -364,7 +407,7 @@ func (t *radixTree) removeTenant(url string) {
 type leaf struct {
 	n      *node
 	tenant int32
-	at     uint64
+	at     uint32
 }
 
 type leafHeap []leaf

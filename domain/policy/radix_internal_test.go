@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +93,57 @@ func TestLCP(t *testing.T) {
 		assert.Equal(t, i, lcp(base, string(b)), "mismatch at %d", i)
 		assert.Equal(t, i, lcp(base[:i], base), "prefix of length %d", i)
 	}
+}
+
+// A split gives both halves their own bytes: evicting one half must not leave the other
+// pinning the whole original edge.
+func TestSplitCopiesBothHalves(t *testing.T) {
+	t.Parallel()
+	tr := newRadixTree()
+	id := tr.tenantID("w")
+	tr.insert("abcdefghijklmnop", id)
+	addr := func(s string) uintptr { return uintptr(unsafe.Pointer(unsafe.StringData(s))) }
+	orig := addr(tr.root.children[0].text)
+	tr.insert("abcdXYZ", id)
+	mid := tr.root.children[0]
+	require.Equal(t, "abcd", mid.text)
+	require.Len(t, mid.children, 2)
+	low := mid.children[0]
+	if low.text[0] != 'e' {
+		low = mid.children[1]
+	}
+	require.Equal(t, "efghijklmnop", low.text)
+	assert.NotEqual(t, orig, addr(mid.text), "upper half shares the old edge's bytes")
+	assert.NotEqual(t, orig+4, addr(low.text), "lower half shares the old edge's bytes")
+	assert.Equal(t, 16+3, tr.total)
+}
+
+// A stamp is 8 bytes: the per-worker timestamps are most of a shared node's cost.
+func TestStampIsEightBytes(t *testing.T) {
+	t.Parallel()
+	assert.EqualValues(t, 8, unsafe.Sizeof(stamp{}))
+}
+
+// Before the 32-bit clock wraps, every stamp moves back: recent inserts keep their order and
+// eviction still removes the least recently used text first.
+func TestClockRebaseKeepsLRUOrder(t *testing.T) {
+	t.Parallel()
+	tr := newRadixTree()
+	id := tr.tenantID("w")
+	tr.insert("a-oldest", id)
+	tr.clock = math.MaxUint32 - 2
+	tr.insert("b-middle", id) // MaxUint32-1
+	tr.insert("c-newest", id) // MaxUint32
+	tr.insert("d-after-the-wrap", id)
+	assert.Equal(t, uint32(clockRebase), tr.clock)
+	tr.evict(len("b-middle") + len("c-newest") + len("d-after-the-wrap"))
+	for s, kept := range map[string]bool{"a-oldest": false, "b-middle": true, "c-newest": true, "d-after-the-wrap": true} {
+		m, _ := tr.match(s)
+		assert.Equal(t, kept, m == len(s), s)
+	}
+	tr.evict(len("d-after-the-wrap"))
+	m, _ := tr.match("c-newest")
+	assert.Equal(t, 0, m, "the stamp made just before the rebase is older than the one after")
+	m, _ = tr.match("d-after-the-wrap")
+	assert.Equal(t, len("d-after-the-wrap"), m)
 }

@@ -32,10 +32,12 @@ func rssMiB() float64 {
 // cache_aware with --max-tree-size 16,777,216 over idle workers, calling Evict every 20,000
 // prompts as the --eviction-interval loop would under sustained traffic, then reports the
 // tree's characters, the live heap it takes (bytes per cached character), the process's
-// RSS and the time per pick. Run each case in its own process for a clean RSS:
-//
-//	go test ./domain/policy -run '^$' -bench 'TreeMemory/workers=1/prompts=1000000$' -benchtime 1x
+// RSS and the time per pick. It takes minutes, so it runs only with SMG_TREE_MEMORY_BENCH=1
+// (`make bench-tree` runs each case in its own process, for a clean RSS).
 func BenchmarkCacheAwareTreeMemory(b *testing.B) {
+	if os.Getenv("SMG_TREE_MEMORY_BENCH") == "" {
+		b.Skip("minutes per case: set SMG_TREE_MEMORY_BENCH=1 (make bench-tree)")
+	}
 	for _, w := range []int{1, 4} {
 		for _, n := range []int{100_000, 1_000_000} {
 			b.Run(fmt.Sprintf("workers=%d/prompts=%d", w, n), func(b *testing.B) {

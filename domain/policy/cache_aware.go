@@ -248,7 +248,8 @@ func (p *CacheAware) Evict() {
 	}
 }
 
-// evictTree runs one eviction pass over model's tree and reports its size.
+// evictTree runs one eviction pass over model's tree, then a compaction of its text arena
+// when eviction left it fragmented, and reports the tree's size.
 func (p *CacheAware) evictTree(model string, ct *cacheTree) {
 	ct.evictMu.Lock()
 	defer ct.evictMu.Unlock()
@@ -268,10 +269,24 @@ func (p *CacheAware) evictTree(model string, ct *cacheTree) {
 		done = ct.t.evictSome(plan, evictBatch)
 		ct.mu.Unlock()
 	}
+	compactTree(ct)
 	ct.mu.Lock()
 	size := ct.t.total
 	ct.mu.Unlock()
 	p.obs.treeSize(model, size)
+}
+
+// compactTree moves ct's edges out of sparse arena chunks when the arena is fragmented, in
+// batches that hold the tree's lock briefly.
+func compactTree(ct *cacheTree) {
+	ct.mu.Lock()
+	cp := ct.t.planCompaction()
+	ct.mu.Unlock()
+	for done := cp == nil; !done; {
+		ct.mu.Lock()
+		done = ct.t.compactSome(cp, scanBatch)
+		ct.mu.Unlock()
+	}
 }
 
 // RemoveWorker purges url from every model's tree and reports the new sizes.
@@ -287,6 +302,9 @@ func (p *CacheAware) RemoveWorker(url string) {
 		ct.t.removeTenant(url)
 		size := ct.t.total
 		ct.mu.Unlock()
+		ct.evictMu.Lock()
+		compactTree(ct)
+		ct.evictMu.Unlock()
 		p.obs.treeSize(m, size)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 )
 
 // radixTree is cache_aware's approximate radix tree over request text for one model
@@ -16,13 +15,15 @@ import (
 // node's tenants are a subset of its parent's, because an insert stamps the whole path.
 // Not safe for concurrent use: cacheAwareTree holds the lock.
 //
-// Layout, for a few bytes per cached character: each node owns exactly the bytes of its edge
-// (a split copies both halves, so an evicted half never pins its sibling's memory), a stamp
-// is 8 bytes (tenant id, 32-bit logical time), and a leaf has no children slice. See
-// BenchmarkCacheAwareTreeMemory for the figures.
+// Layout, for a few bytes per cached character: edge text lives in the tree's textArena,
+// outside the garbage-collected heap (a split shares the bytes, an edge's removal frees them,
+// compactSome moves edges out of sparse chunks); a stamp is 8 bytes (tenant id, 32-bit
+// logical time); a leaf has no children slice. See BenchmarkCacheAwareTreeMemory for the
+// figures.
 type radixTree struct {
 	root  node
-	clock uint32 // logical time, +1 per insert; rebased before it wraps
+	clock uint32     // logical time, +1 per insert; rebased before it wraps
+	arena *textArena // every edge's bytes
 
 	ids       map[string]int32 // tenant URL → id
 	names     []string         // id → URL, "" when free
@@ -33,7 +34,7 @@ type radixTree struct {
 }
 
 type node struct {
-	text     string // edge label from the parent ("" for the root), owned by this node
+	text     string // edge label from the parent ("" for the root), in the tree's arena
 	parent   *node
 	children []*node // sorted by text[0]; nil for a leaf
 	tenants  []stamp
@@ -49,7 +50,11 @@ type stamp struct {
 // stamps older than that many inserts collapse to 0 (the oldest), newer ones keep their order.
 const clockRebase = 1 << 31
 
-func newRadixTree() *radixTree { return &radixTree{ids: map[string]int32{}} }
+func newRadixTree() *radixTree {
+	t := &radixTree{ids: map[string]int32{}}
+	attachArena(t)
+	return t
+}
 
 // tenantID returns url's id, allocating one on first use.
 func (t *radixTree) tenantID(url string) int32 {
@@ -145,7 +150,7 @@ func (t *radixTree) insert(text string, id int32) {
 	for i < len(text) {
 		pos, c := n.child(text[i])
 		if c == nil {
-			leaf := &node{text: strings.Clone(text[i:]), parent: n, tenants: []stamp{{id, now}}}
+			leaf := &node{text: t.arena.alloc(text[i:]), parent: n, tenants: []stamp{{id, now}}}
 			n.children = append(n.children, nil)
 			copy(n.children[pos+1:], n.children[pos:])
 			n.children[pos] = leaf
@@ -185,15 +190,16 @@ func (t *radixTree) rebase() {
 }
 
 // split cuts child c (at index pos of parent p) after k bytes and returns the new upper node,
-// which inherits c's tenants. Sizes do not change: the same characters, in two nodes.
+// which inherits c's tenants. Sizes do not change: the same characters (the same arena
+// bytes), in two nodes.
 func (t *radixTree) split(p *node, pos int, c *node, k int) *node {
 	mid := &node{
-		text:     strings.Clone(c.text[:k]),
+		text:     c.text[:k],
 		parent:   p,
 		children: []*node{c},
 		tenants:  slices.Clone(c.tenants),
 	}
-	c.text = strings.Clone(c.text[k:])
+	c.text = c.text[k:]
 	c.parent = mid
 	p.children[pos] = mid
 	return mid
@@ -214,6 +220,8 @@ func (t *radixTree) detach(n *node) {
 	var drop func(*node)
 	drop = func(x *node) {
 		t.total -= len(x.text)
+		t.arena.free(x.text)
+		x.text = ""
 		x.parent = nil // marks x removed for eviction plans made earlier
 		for _, c := range x.children {
 			drop(c)
@@ -248,6 +256,36 @@ func (t *radixTree) maxTenantSize() int {
 		}
 	}
 	return m
+}
+
+// compaction is a pass moving the edges out of the arena's sparse chunks, so that they are
+// unmapped. Like an eviction pass it runs in batches with the lock released in between: a
+// node split meanwhile may keep a retired chunk referenced until a later pass, which is safe
+// (a chunk is unmapped only when nothing references it).
+type compaction struct {
+	stack []*node
+}
+
+// planCompaction returns a compaction pass when the arena is fragmented, else nil.
+func (t *radixTree) planCompaction() *compaction {
+	if !t.arena.fragmented() || !t.arena.retireSparse() {
+		return nil
+	}
+	return &compaction{stack: append([]*node(nil), t.root.children...)}
+}
+
+// compactSome moves the edges of up to budget nodes and reports whether the pass is done.
+func (t *radixTree) compactSome(c *compaction, budget int) bool {
+	for ; budget > 0 && len(c.stack) > 0; budget-- {
+		n := c.stack[len(c.stack)-1]
+		c.stack = c.stack[:len(c.stack)-1]
+		if n.parent == nil {
+			continue // removed since it was pushed
+		}
+		n.text = t.arena.moveIfRetired(n.text)
+		c.stack = append(c.stack, n.children...)
+	}
+	return len(c.stack) == 0
 }
 
 // evictPlan is an eviction pass in progress (smg-spec.md §5.5 step 7). scanSome walks the

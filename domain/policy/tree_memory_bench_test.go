@@ -31,8 +31,8 @@ func rssMiB() float64 {
 // system prompts of 0.4-1.6 KB, half the prompts continuing an earlier conversation) through
 // cache_aware with --max-tree-size 16,777,216 over idle workers, calling Evict every 20,000
 // prompts as the --eviction-interval loop would under sustained traffic, then reports the
-// tree's characters, the live heap it takes (bytes per cached character), the process's
-// RSS and the time per pick. It takes minutes, so it runs only with SMG_TREE_MEMORY_BENCH=1
+// tree's characters, the live heap and the off-heap text arena it takes, their sum per
+// cached character (B/char), the process's RSS and the time per pick. It takes minutes, so it runs only with SMG_TREE_MEMORY_BENCH=1
 // (`make bench-tree` runs each case in its own process, for a clean RSS).
 func BenchmarkCacheAwareTreeMemory(b *testing.B) {
 	if os.Getenv("SMG_TREE_MEMORY_BENCH") == "" {
@@ -75,9 +75,11 @@ func treeMemory(b *testing.B, nw, prompts int) {
 	runtime.ReadMemStats(&after)
 	chars := p.TreeSizes()["m"]
 	heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	arena := float64(policy.TreeArenaBytes(p))
 	b.ReportMetric(float64(chars), "chars")
 	b.ReportMetric(heap/(1<<20), "heap-MiB")
-	b.ReportMetric(heap/float64(chars), "heap-B/char")
+	b.ReportMetric(arena/(1<<20), "arena-MiB")
+	b.ReportMetric((heap+arena)/float64(chars), "B/char")
 	b.ReportMetric(rssMiB(), "RSS-MiB")
 	b.ReportMetric(float64(after.Sys)/(1<<20), "go-sys-MiB")
 	b.ReportMetric(float64(pick.Nanoseconds())/float64(prompts), "ns/pick")

@@ -223,7 +223,7 @@ func TestArenaStaysConsistentUnderInterleavedPasses(t *testing.T) {
 	word := func() string { return fmt.Sprintf("w%d ", r.IntN(500)) }
 	newText := func() string {
 		var b strings.Builder
-		for b.Len() < 200+r.IntN(3000) {
+		for b.Len() < 200+r.IntN(2000) {
 			b.WriteString(word())
 		}
 		return b.String()
@@ -237,14 +237,14 @@ func TestArenaStaysConsistentUnderInterleavedPasses(t *testing.T) {
 		inserted = append(inserted, s)
 		tr.insert(s, tr.tenantID(urls[r.IntN(len(urls))]))
 	}
-	for round := range 8 {
-		for range 1500 {
+	for round := range 6 {
+		for range 1200 {
 			insert()
 		}
 		if round%3 == 2 {
 			tr.removeTenant(urls[r.IntN(len(urls))])
 		}
-		if p := tr.planEviction(100_000); p != nil {
+		if p := tr.planEviction(60_000); p != nil {
 			for !tr.scanSome(p, 500) {
 				insert()
 			}

@@ -51,6 +51,16 @@ test-k8s: k8s-bins
 bench: fixtures
 	GO=$(GO) BIN=$(BIN) ./test/load/bench.sh
 
+## bench-tree: cache_aware's tree with --max-tree-size 16777216 after 100k and 1M distinct English-like chat
+## prompts, 1 and 4 workers, each case in its own process: chars, heap bytes per cached char, RSS
+## (BenchmarkCacheAwareTreeMemory; docs/benchmarks.md "Routing memory"); about 10 minutes
+.PHONY: bench-tree
+bench-tree:
+	@for c in workers=1/prompts=100000 workers=1/prompts=1000000 workers=4/prompts=100000 workers=4/prompts=1000000; do \
+		SMG_TREE_MEMORY_BENCH=1 $(GO) test -run '^$$' -bench "^BenchmarkCacheAwareTreeMemory/$$c\$$" -benchtime 1x \
+			-timeout 30m ./domain/policy | grep -E '^(Benchmark|FAIL|panic)' || exit 1; \
+	done
+
 ## bench-liveness: one worker of a 2P+2D fleet wedges (or answers malformed streams) under 16
 ## streaming clients, on the watchdog's defaults: HTTP vLLM and SGLang, gRPC SGLang, a minute
 ## per case (about 5 minutes in all); asserts the liveness criteria and prints the table of

@@ -78,9 +78,9 @@ func BenchmarkCacheAwareSelect4KB(b *testing.B) {
 // BenchmarkCacheAwareMemoryAtMaxTreeSize fills one worker's share of a tree past
 // --max-tree-size (default 67,108,864 chars) with prompts made of a system prompt from a pool
 // of 64 plus a unique tail (4 KB prompts: 2 KB + 2 KB; short prompts: 64 B + 192 B), runs
-// Evict, and reports the live heap of the trimmed tree, its bytes per stored char, and how
-// long the whole Evict pass took (it holds the tree lock in batches of a few ms). Run with
-// -benchtime=1x.
+// Evict, and reports the live heap and the off-heap text arena of the trimmed tree, their
+// sum per stored char, and how long the whole Evict pass took (it holds the tree lock in
+// batches of a few ms). Run with -benchtime=1x.
 func BenchmarkCacheAwareMemoryAtMaxTreeSize(b *testing.B) {
 	cases := []struct {
 		name         string
@@ -106,7 +106,8 @@ func BenchmarkCacheAwareMemoryAtMaxTreeSize(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				p := mustNew(b, "cache_aware", policy.LegPrefill, o).(*policy.CacheAware)
 				ws := workers(1)
-				for i := 0; p.TreeSizes()["m"] < maxSize+maxSize/4; i++ {
+				// past the bound, below the 1.25 × mark where a pick starts a background pass
+				for i := 0; p.TreeSizes()["m"] < maxSize+maxSize/8; i++ {
 					for j := range 256 { // check the size every 256 inserts
 						k := i*256 + j
 						p.Select(ws, &policy.Request{Model: "m", Text: systems[k%64] + text(uint64(k), bc.tail)})
@@ -119,9 +120,11 @@ func BenchmarkCacheAwareMemoryAtMaxTreeSize(b *testing.B) {
 				runtime.ReadMemStats(&after)
 				chars := p.TreeSizes()["m"]
 				heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+				arena := float64(policy.TreeArenaBytes(p))
 				b.ReportMetric(float64(chars), "chars")
 				b.ReportMetric(heap/(1<<20), "heap-MiB")
-				b.ReportMetric(heap/float64(chars), "heap-B/char")
+				b.ReportMetric(arena/(1<<20), "arena-MiB")
+				b.ReportMetric((heap+arena)/float64(chars), "B/char")
 				b.ReportMetric(float64(evict.Milliseconds()), "evict-total-ms")
 				runtime.KeepAlive(p)
 			}

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
@@ -25,7 +27,10 @@ import (
 // of trees is bounded by the registered models whatever clients send. Evict (call it every
 // EvictionInterval) trims each tenant's share of each tree to MaxTreeSize bytes, least
 // recently used leaves first, and reports each tree's size to Observer.TreeSize; RemoveWorker
-// purges a worker from every tree.
+// purges a worker from every tree. Between two Evict calls a pick that takes a tenant's
+// share past 1.25 × MaxTreeSize starts the same pass for that tree in the background (one
+// at a time per tree), so sustained traffic cannot grow a tree past the bound for a whole
+// interval.
 //
 // With Options.KVPrefixes set, a request whose token ids are known (Request.TokenIDs, the
 // gRPC pipeline) and with at least one candidate whose KV-event stream is live is scored
@@ -42,6 +47,7 @@ type CacheAware struct {
 	absThresh float64
 	relThresh float64
 	maxSize   int
+	highWater int // a tenant's share past this starts a background eviction pass
 	obs       observe
 	kv        KVPrefixes
 	overlap   float64
@@ -53,6 +59,9 @@ type CacheAware struct {
 type cacheTree struct {
 	mu sync.Mutex
 	t  *radixTree
+
+	evictMu  sync.Mutex  // one eviction pass at a time (Evict or background)
+	evicting atomic.Bool // a background pass is started or running
 }
 
 const unknownModel = "unknown"
@@ -76,6 +85,7 @@ func newCacheAware(o Options) *CacheAware {
 		absThresh: float64(o.BalanceAbsThreshold),
 		relThresh: o.BalanceRelThreshold,
 		maxSize:   o.MaxTreeSize,
+		highWater: o.MaxTreeSize + min(o.MaxTreeSize/4, math.MaxInt-o.MaxTreeSize),
 		obs:       observe{o.Observer},
 		kv:        o.KVPrefixes,
 		overlap:   o.KVOverlapWeight,
@@ -127,7 +137,8 @@ func (p *CacheAware) Select(c []*worker.Live, req *Request) int {
 	if req != nil {
 		text = req.Text
 	}
-	ct := p.tree(treeKey(c, req))
+	model := treeKey(c, req)
+	ct := p.tree(model)
 
 	var lbuf [16]int64
 	var ibuf [16]int32
@@ -156,6 +167,7 @@ func (p *CacheAware) Select(c []*worker.Live, req *Request) int {
 	if p.kv != nil && req != nil && len(req.TokenIDs) > 0 {
 		if chosen, branch, ok := p.selectKV(c, req, t, loads, ids, minIdx, avg); ok {
 			t.insert(text, ids[chosen])
+			p.evictIfOver(model, ct, ids[chosen])
 			p.obs.branch(wire.PolicyCacheAware, branch)
 			return chosen
 		}
@@ -170,8 +182,31 @@ func (p *CacheAware) Select(c []*worker.Live, req *Request) int {
 		}
 	}
 	t.insert(text, ids[chosen])
+	p.evictIfOver(model, ct, ids[chosen])
 	p.obs.branch(wire.PolicyCacheAware, branch)
 	return chosen
+}
+
+// evictIfOver starts a background eviction pass of ct when tenant id's share is past the
+// high-water mark and no background pass is running. Call it with ct.mu held.
+func (p *CacheAware) evictIfOver(model string, ct *cacheTree, id int32) {
+	if ct.t.size[id] <= p.highWater || !ct.evicting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer ct.evicting.Store(false)
+		// A pass trims what it found when it started; picks made meanwhile may leave a
+		// tenant over the mark again, so repeat (a few times at most) until none is.
+		for range 4 {
+			p.evictTree(model, ct)
+			ct.mu.Lock()
+			over := ct.t.maxTenantSize() > p.highWater
+			ct.mu.Unlock()
+			if !over {
+				return
+			}
+		}
+	}()
 }
 
 // leastLoadedTenant returns the candidate index of the least-loaded tenant recorded at n,
@@ -209,27 +244,48 @@ func (p *CacheAware) Evict() {
 	}
 	p.mu.RUnlock()
 	for _, m := range models {
-		ct := p.tree(m)
+		p.evictTree(m, p.tree(m))
+	}
+}
+
+// evictTree runs one eviction pass over model's tree, then a compaction of its text arena
+// when eviction left it fragmented, and reports the tree's size.
+func (p *CacheAware) evictTree(model string, ct *cacheTree) {
+	ct.evictMu.Lock()
+	defer ct.evictMu.Unlock()
+	ct.mu.Lock()
+	plan := ct.t.planEviction(p.maxSize)
+	ct.mu.Unlock()
+	for done := plan == nil; !done; {
 		ct.mu.Lock()
-		plan := ct.t.planEviction(p.maxSize)
+		done = ct.t.scanSome(plan, scanBatch)
 		ct.mu.Unlock()
-		for done := plan == nil; !done; {
-			ct.mu.Lock()
-			done = ct.t.scanSome(plan, scanBatch)
-			ct.mu.Unlock()
-		}
-		if plan != nil {
-			plan.order()
-		}
-		for done := plan == nil; !done; {
-			ct.mu.Lock()
-			done = ct.t.evictSome(plan, evictBatch)
-			ct.mu.Unlock()
-		}
+	}
+	if plan != nil {
+		plan.order()
+	}
+	for done := plan == nil; !done; {
 		ct.mu.Lock()
-		size := ct.t.total
+		done = ct.t.evictSome(plan, evictBatch)
 		ct.mu.Unlock()
-		p.obs.treeSize(m, size)
+	}
+	compactTree(ct)
+	ct.mu.Lock()
+	size := ct.t.total
+	ct.mu.Unlock()
+	p.obs.treeSize(model, size)
+}
+
+// compactTree moves ct's edges out of sparse arena chunks when the arena is fragmented, in
+// batches that hold the tree's lock briefly.
+func compactTree(ct *cacheTree) {
+	ct.mu.Lock()
+	cp := ct.t.planCompaction()
+	ct.mu.Unlock()
+	for done := cp == nil; !done; {
+		ct.mu.Lock()
+		done = ct.t.compactSome(cp, scanBatch)
+		ct.mu.Unlock()
 	}
 }
 
@@ -246,6 +302,9 @@ func (p *CacheAware) RemoveWorker(url string) {
 		ct.t.removeTenant(url)
 		size := ct.t.total
 		ct.mu.Unlock()
+		ct.evictMu.Lock()
+		compactTree(ct)
+		ct.evictMu.Unlock()
 		p.obs.treeSize(m, size)
 	}
 }

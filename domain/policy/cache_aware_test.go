@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -226,4 +227,38 @@ func TestCacheAwareIsRaceFreeUnderConcurrentSelectAndEvict(t *testing.T) {
 	wg.Wait()
 	p.Evict()
 	assert.LessOrEqual(t, p.TreeSizes()["m"], 4*5000)
+}
+
+// Under sustained traffic with no Evict call (a long --eviction-interval), a worker's share
+// past 1.25 × MaxTreeSize starts an eviction pass in the background: the tree stays bounded,
+// and a prefix used all along survives it.
+func TestCacheAwareTreeStaysBoundedBetweenEvictCalls(t *testing.T) {
+	t.Parallel()
+	const maxSize = 20_000
+	p, rec := cacheAware(t, func(o *policy.Options) { o.MaxTreeSize = maxSize })
+	ws := workers(1)
+	hot := text(9, 2000)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 250 { // 4 × 250 × 500 bytes = 500,000 bytes, 25 × the bound
+				p.Select(ws, &policy.Request{Model: "m", Text: text(uint64(10_000+g*1000+i), 500)})
+				if i%10 == 0 {
+					p.Select(ws, &policy.Request{Model: "m", Text: hot + text(uint64(20_000+g*1000+i), 20)})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	bound := maxSize + maxSize/4
+	require.Eventually(t, func() bool { return p.TreeSizes()["m"] <= bound }, 10*time.Second, 10*time.Millisecond,
+		"tree at %d chars, bound %d", p.TreeSizes()["m"], bound)
+	rec.mu.Lock()
+	reported := rec.trees["m"]
+	rec.mu.Unlock()
+	assert.Positive(t, reported, "the background pass reports the tree size")
+
+	hits := rec.count("cache_aware", "cache_hit")
+	p.Select(ws, &policy.Request{Model: "m", Text: hot + "tail"})
+	assert.Equal(t, hits+1, rec.count("cache_aware", "cache_hit"), "the hot prefix survived the passes")
 }

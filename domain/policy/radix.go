@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 )
 
 // radixTree is cache_aware's approximate radix tree over request text for one model
@@ -15,9 +14,16 @@ import (
 // records, per tenant (worker URL), the logical time of the last insert through it. A
 // node's tenants are a subset of its parent's, because an insert stamps the whole path.
 // Not safe for concurrent use: cacheAwareTree holds the lock.
+//
+// Layout, for a few bytes per cached character: edge text lives in the tree's textArena,
+// outside the garbage-collected heap (a split shares the bytes, an edge's removal frees them,
+// compactSome moves edges out of sparse chunks); a stamp is 8 bytes (tenant id, 32-bit
+// logical time); a leaf has no children slice. See BenchmarkCacheAwareTreeMemory for the
+// figures.
 type radixTree struct {
 	root  node
-	clock uint64 // logical time, +1 per insert
+	clock uint32     // logical time, +1 per insert; rebased before it wraps
+	arena *textArena // every edge's bytes
 
 	ids       map[string]int32 // tenant URL → id
 	names     []string         // id → URL, "" when free
@@ -28,18 +34,27 @@ type radixTree struct {
 }
 
 type node struct {
-	text     string // edge label from the parent ("" for the root)
+	text     string // edge label from the parent ("" for the root), in the tree's arena
 	parent   *node
-	children []*node // sorted by text[0]
+	children []*node // sorted by text[0]; nil for a leaf
 	tenants  []stamp
 }
 
+// stamp is one tenant's last insert through a node.
 type stamp struct {
 	tenant int32
-	at     uint64
+	at     uint32 // radixTree.clock at the insert
 }
 
-func newRadixTree() *radixTree { return &radixTree{ids: map[string]int32{}} }
+// clockRebase is how far rebase moves every stamp back when the clock is about to wrap:
+// stamps older than that many inserts collapse to 0 (the oldest), newer ones keep their order.
+const clockRebase = 1 << 31
+
+func newRadixTree() *radixTree {
+	t := &radixTree{ids: map[string]int32{}}
+	attachArena(t)
+	return t
+}
 
 // tenantID returns url's id, allocating one on first use.
 func (t *radixTree) tenantID(url string) int32 {
@@ -125,6 +140,9 @@ func (t *radixTree) match(text string) (int, *node) {
 
 // insert stores text for tenant id, stamping every node on its path with a fresh time.
 func (t *radixTree) insert(text string, id int32) {
+	if t.clock == math.MaxUint32 {
+		t.rebase()
+	}
 	t.clock++
 	now := t.clock
 	t.processed[id]++
@@ -132,7 +150,7 @@ func (t *radixTree) insert(text string, id int32) {
 	for i < len(text) {
 		pos, c := n.child(text[i])
 		if c == nil {
-			leaf := &node{text: strings.Clone(text[i:]), parent: n, tenants: []stamp{{id, now}}}
+			leaf := &node{text: t.arena.alloc(text[i:]), parent: n, tenants: []stamp{{id, now}}}
 			n.children = append(n.children, nil)
 			copy(n.children[pos+1:], n.children[pos:])
 			n.children[pos] = leaf
@@ -155,14 +173,31 @@ func (t *radixTree) insert(text string, id int32) {
 	}
 }
 
+// rebase moves every stamp and the clock back by clockRebase (stamps older than that become
+// 0). An eviction plan made before sees changed times and skips those entries: it evicts less.
+func (t *radixTree) rebase() {
+	var walk func(*node)
+	walk = func(n *node) {
+		for i := range n.tenants {
+			n.tenants[i].at -= min(n.tenants[i].at, clockRebase)
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(&t.root)
+	t.clock -= clockRebase
+}
+
 // split cuts child c (at index pos of parent p) after k bytes and returns the new upper node,
-// which inherits c's tenants. Sizes do not change: the same characters, in two nodes.
+// which inherits c's tenants. Sizes do not change: the same characters (the same arena
+// bytes), in two nodes.
 func (t *radixTree) split(p *node, pos int, c *node, k int) *node {
 	mid := &node{
 		text:     c.text[:k],
 		parent:   p,
 		children: []*node{c},
-		tenants:  append([]stamp(nil), c.tenants...),
+		tenants:  slices.Clone(c.tenants),
 	}
 	c.text = c.text[k:]
 	c.parent = mid
@@ -175,13 +210,18 @@ func (t *radixTree) detach(n *node) {
 	p := n.parent
 	for i, c := range p.children {
 		if c == n {
-			p.children = append(p.children[:i], p.children[i+1:]...)
+			p.children = slices.Delete(p.children, i, i+1)
 			break
 		}
+	}
+	if len(p.children) == 0 {
+		p.children = nil // a leaf again: no backing array
 	}
 	var drop func(*node)
 	drop = func(x *node) {
 		t.total -= len(x.text)
+		t.arena.free(x.text)
+		x.text = ""
 		x.parent = nil // marks x removed for eviction plans made earlier
 		for _, c := range x.children {
 			drop(c)
@@ -205,6 +245,47 @@ func (n *node) isLeafFor(id int32) bool {
 		}
 	}
 	return true
+}
+
+// maxTenantSize returns the largest tenant's share of the tree, in bytes.
+func (t *radixTree) maxTenantSize() int {
+	m := 0
+	for id, s := range t.size {
+		if t.names[id] != "" {
+			m = max(m, s)
+		}
+	}
+	return m
+}
+
+// compaction is a pass moving the edges out of the arena's sparse chunks, so that they are
+// unmapped. Like an eviction pass it runs in batches with the lock released in between: a
+// node split meanwhile may keep a retired chunk referenced until a later pass, which is safe
+// (a chunk is unmapped only when nothing references it).
+type compaction struct {
+	stack []*node
+}
+
+// planCompaction returns a compaction pass when the arena is fragmented, else nil.
+func (t *radixTree) planCompaction() *compaction {
+	if !t.arena.fragmented() || !t.arena.retireSparse() {
+		return nil
+	}
+	return &compaction{stack: append([]*node(nil), t.root.children...)}
+}
+
+// compactSome moves the edges of up to budget nodes and reports whether the pass is done.
+func (t *radixTree) compactSome(c *compaction, budget int) bool {
+	for ; budget > 0 && len(c.stack) > 0; budget-- {
+		n := c.stack[len(c.stack)-1]
+		c.stack = c.stack[:len(c.stack)-1]
+		if n.parent == nil {
+			continue // removed since it was pushed
+		}
+		n.text = t.arena.moveIfRetired(n.text)
+		c.stack = append(c.stack, n.children...)
+	}
+	return len(c.stack) == 0
 }
 
 // evictPlan is an eviction pass in progress (smg-spec.md §5.5 step 7). scanSome walks the
@@ -364,7 +445,7 @@ func (t *radixTree) removeTenant(url string) {
 type leaf struct {
 	n      *node
 	tenant int32
-	at     uint64
+	at     uint32
 }
 
 type leafHeap []leaf

@@ -82,9 +82,13 @@ func TestDecodeOnlySendsOneLegWithoutHandoffAndFreesItsTokens(t *testing.T) {
 		want   int
 	}{
 		{name: "success", want: http.StatusOK,
-			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) { return localOK(req, s), nil }},
+			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) {
+				return localOK(req, s), nil
+			}},
 		{name: "stream end", stream: true, want: http.StatusOK,
-			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) { return localOK(req, s), nil }},
+			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) {
+				return localOK(req, s), nil
+			}},
 		{name: "engine error then retry on the other worker", want: http.StatusOK,
 			fn: func(_ context.Context, req ports.LegRequest, s bool) (*ports.LegResponse, error) {
 				if calls.Add(1) == 1 {

@@ -62,13 +62,14 @@ func localFleet(t *testing.T, eng *scriptEngine, n int) (http.Handler, []*worker
 	return nil, nil
 }
 
-// localOK answers a decode-only leg like a decode (okLeg answers by role).
-func localOK(req ports.LegRequest, stream bool) *ports.LegResponse {
-	r := req
-	w := *req.Worker
-	w.Worker.Role = worker.RoleDecode
-	r.Worker = &w
-	return okLeg(r, stream)
+// localOK answers a decode-only leg like a decode, whatever the worker's role.
+func localOK(_ ports.LegRequest, stream bool) *ports.LegResponse {
+	if stream {
+		return &ports.LegResponse{Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: &chunkReader{chunks: [][]byte{[]byte(benchEvent), []byte(benchEvent), []byte("data: [DONE]\n\n")}}}
+	}
+	return &ports.LegResponse{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(benchJSON))}
 }
 
 func TestDecodeOnlySendsOneLegWithoutHandoffAndFreesItsTokens(t *testing.T) {

@@ -33,6 +33,8 @@ type RequestInfo struct {
 	connMode  string
 	ttft      time.Duration
 	gone      bool
+	pdDec     string
+	pdReason  string
 }
 
 // RequestInfoSnapshot is a consistent copy of a RequestInfo's fields.
@@ -68,6 +70,9 @@ type RequestInfoSnapshot struct {
 	// ClientGone: the client went away before its answer ended (the dispatcher's 499
 	// client_closed_request, never written).
 	ClientGone bool
+	// PDDecision is the selective-PD decision of the last attempt (disaggregated,
+	// decode_only) and PDReason its reason; "" when the decision is off.
+	PDDecision, PDReason string
 }
 
 type requestInfoKey struct{}
@@ -149,6 +154,27 @@ func (ri *RequestInfo) SetLeg(role, workerID, runtime string) {
 	ri.mu.Unlock()
 }
 
+// SetPDDecision records the selective-PD decision of the attempt and its reason
+// (smg_pd_decisions_total's labels); a later attempt's replaces it.
+func (ri *RequestInfo) SetPDDecision(decision, reason string) {
+	if ri == nil {
+		return
+	}
+	ri.mu.Lock()
+	ri.pdDec, ri.pdReason = decision, reason
+	ri.mu.Unlock()
+}
+
+// PDDecision returns what SetPDDecision recorded ("", "" when nothing).
+func (ri *RequestInfo) PDDecision() (decision, reason string) {
+	if ri == nil {
+		return "", ""
+	}
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	return ri.pdDec, ri.pdReason
+}
+
 // SetConnMode records the connection mode of the pair an attempt runs on ("grpc").
 func (ri *RequestInfo) SetConnMode(mode string) {
 	if ri == nil {
@@ -201,5 +227,6 @@ func (ri *RequestInfo) Snapshot() RequestInfoSnapshot {
 	return RequestInfoSnapshot{Route: ri.route, RequestID: ri.requestID, TraceID: ri.traceID,
 		SpanID: ri.spanID, TraceSampled: ri.sampled, Model: ri.model,
 		Endpoint: ri.endpoint, Stream: ri.stream, Attempts: ri.attempts, PrefillID: ri.prefillID,
-		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone}
+		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone,
+		PDDecision: ri.pdDec, PDReason: ri.pdReason}
 }

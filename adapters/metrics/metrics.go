@@ -30,6 +30,7 @@ type Metrics struct {
 	kvTransferFailures prometheus.Counter
 	bootstrapFailures  prometheus.Counter
 	recomputed         *prometheus.CounterVec
+	decisions          *prometheus.CounterVec
 	admissionWaits     prometheus.Counter
 	admissionSheds     prometheus.Counter
 
@@ -77,6 +78,9 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 		recomputed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameRecomputedPrompts, Help: "Prompt tokens PD decode workers computed themselves instead of receiving their KV (the decode reported fewer cached tokens than the prompt, by more than one KV page), by decode worker and KV connector.",
 		}, []string{LabelDecode, LabelConnector}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NamePDDecisions, Help: "Selective-PD decisions per request attempt: decision disaggregated or decode_only, and the reason (--selective-pd-*).",
+		}, []string{LabelDecision, LabelReason}),
 		admissionWaits: counter(NameAdmissionWaits, "PD dispatches admitted after waiting for a decode slot."),
 		admissionSheds: counter(NameAdmissionSheds, "PD dispatches shed at the decode admission window."),
 		selection: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -94,7 +98,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 		models: make(map[string]struct{}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.ttft, m.prefill, m.kvTransfer, m.connectorMode, m.kvTransferFailures, m.bootstrapFailures, m.recomputed,
+		m.ttft, m.prefill, m.kvTransfer, m.connectorMode, m.kvTransferFailures, m.bootstrapFailures, m.recomputed, m.decisions,
 		m.admissionWaits, m.admissionSheds, m.selection, m.active, m.health, m.healthChecks,
 	} {
 		if err := reg.Register(c); err != nil {

@@ -10,6 +10,7 @@ const (
 	NameKVTransferFailures   = "smg_pd_kv_transfer_failures_total"
 	NameBootstrapFailures    = "smg_pd_bootstrap_failures_total"
 	NameRecomputedPrompts    = "smg_pd_recomputed_prompts_total"
+	NamePDDecisions          = "smg_pd_decisions_total"
 	NameAdmissionWaits       = "smg_pd_admission_waits_total"
 	NameAdmissionSheds       = "smg_pd_admission_sheds_total"
 	NameWorkerSelection      = "smg_worker_selection_total"
@@ -28,6 +29,8 @@ const (
 	LabelResult         = "result"
 	LabelDecode         = "decode"
 	LabelConnector      = "connector"
+	LabelDecision       = "decision"
+	LabelReason         = "reason"
 
 	// BackendTypePD is the backend_type label value of every smg_pd_* histogram.
 	BackendTypePD = "pd"

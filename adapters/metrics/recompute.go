@@ -10,3 +10,9 @@ func (m *Metrics) AddRecomputedPrompt(decodeURL, connector string, tokens int) {
 	}
 	m.recomputed.WithLabelValues(decodeURL, connector).Add(float64(tokens))
 }
+
+// IncPDDecision counts one selective-PD decision in
+// smg_pd_decisions_total{decision,reason} (decision disaggregated or decode_only).
+func (m *Metrics) IncPDDecision(decision, reason string) {
+	m.decisions.WithLabelValues(decision, reason).Inc()
+}

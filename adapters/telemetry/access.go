@@ -94,6 +94,9 @@ func logAccess(log *slog.Logger, r *http.Request, s ports.RequestInfoSnapshot, r
 		slog.String("prefill_worker", s.PrefillID),
 		slog.String("decode_worker", s.DecodeID),
 	}
+	if s.PDDecision != "" {
+		attrs = append(attrs, slog.String("pd_decision", s.PDDecision), slog.String("pd_decision_reason", s.PDReason))
+	}
 	if s.SpanID != "" {
 		attrs = append(attrs, slog.String("span_id", s.SpanID), slog.Bool("trace_sampled", s.TraceSampled))
 	}

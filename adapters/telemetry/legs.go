@@ -31,6 +31,10 @@ const (
 	AttrOutcome       = "smg.outcome"
 	AttrFirstByteMS   = "smg.leg.first_byte_ms"
 	AttrTTFTMS        = "smg.ttft_ms"
+	// AttrPDDecision and AttrPDDecisionReason are set on the server span of a request the
+	// selective-PD decision ran for (disaggregated or decode_only, and why).
+	AttrPDDecision       = "smg.pd.decision"
+	AttrPDDecisionReason = "smg.pd.decision_reason"
 )
 
 // TraceLegs wraps an engine client so every leg sent gets a client span named after the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/smg-go/smg/adapters/httpcapture"
 	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/ports"
 )
 
 // RequestIDHeaders are the request headers a client-supplied request id is taken from, first
@@ -80,6 +81,11 @@ func NewMiddleware(log *slog.Logger, tp trace.TracerProvider, opts ...Option) fu
 				}
 			}
 			next.ServeHTTP(w, r) // r itself, so the mux's r.Pattern is visible to otelhttp
+			if span.IsRecording() {
+				if dec, why := ports.RequestInfoFrom(r.Context()).PDDecision(); dec != "" {
+					span.SetAttributes(attribute.String(AttrPDDecision, dec), attribute.String(AttrPDDecisionReason, why))
+				}
+			}
 			if ri != nil {
 				ri.pattern = r.Pattern
 			}

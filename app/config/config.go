@@ -4,6 +4,7 @@
 package config
 
 import (
+	"github.com/smg-go/smg/domain/pdmode"
 	"time"
 
 	"github.com/smg-go/smg/domain/policy"
@@ -75,6 +76,8 @@ type Config struct {
 	// KVOverlapWeight (--kv-overlap-weight, 4): in-flight requests a worker holding the
 	// whole prompt's prefix is worth in cache_aware's event-driven cost model.
 	KVOverlapWeight float64
+	// SelectivePD holds the per-request decode-only thresholds (--selective-pd-*; off).
+	SelectivePD pdmode.Config
 	// KVSpeculativeTTL (--kv-speculative-ttl-secs, 2 s, fractions allowed): life of the entry recorded for a
 	// just-routed prompt before the worker's own events arrive; 0 = none.
 	KVSpeculativeTTL time.Duration

@@ -58,6 +58,7 @@ func (c Config) Validate() error {
 		c.validateEdge,
 		c.validateText,
 		c.validateDiscovery,
+		c.validateSelectivePD,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -337,6 +337,9 @@ func endpointLabel(r handoff.Route) string {
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
 	ports.RequestInfoFrom(ctx).AddAttempt()
+	if done, committed, err := d.decodeOnly(ctx, w, rq, preq, hdr, tr); done {
+		return committed, err
+	}
 	p, dc, release, hooks, err := d.selectPair(preq)
 	if err != nil {
 		return false, err

@@ -285,7 +285,7 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 			return &legFault{w: o.decode, status: http.StatusBadGateway, cause: errMalformed, e: e}
 		})
 	}
-	if u, ok := handoff.PrefillUsage(o.route, body); ok && u.HasCached { // the decode's own usage
+	if u, ok := handoff.PrefillUsage(o.route, body); ok && u.HasCached && o.prefill != nil { // the decode's own usage; none for decode-only
 		d.recomputes.Note(o.reqCtx, d.log, d.metrics, o.prefill, o.decode, int(u.Prompt), int(u.Cached))
 	}
 	if o.keep || handoff.NeedsPrefillUsage(o.route, body) {

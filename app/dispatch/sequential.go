@@ -106,9 +106,11 @@ func (d *Dispatcher) sequentialDecode(w http.ResponseWriter, o *open, req ports.
 		body := readLimited(resp.Body)
 		o.dtimer.stop()
 		aerr := d.attemptError(ctx, o, func() *legFault {
-			if sf := staleEngineIDFault(o.prefill, dc, resp.Status, body); o.kvPull && sf != nil {
-				o.takeHeld() // the prefill's answer handed off under a stale id: no success
-				return sf
+			if o.kvPull { // a decode-only leg (no prefill) never loads handed-off KV
+				if sf := staleEngineIDFault(o.prefill, dc, resp.Status, body); sf != nil {
+					o.takeHeld() // the prefill's answer handed off under a stale id: no success
+					return sf
+				}
 			}
 			f := &legFault{w: dc, status: resp.Status, e: decodeError(resp.Status, body)}
 			if o.kvPull && resp.Status == http.StatusInternalServerError {

@@ -111,6 +111,7 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 		out = append(out, perWorker(ctx, w, o)...)
 	}
 	out = append(out, probeHealth(ctx, ws, o)...)
+	out = append(out, decodeOnly(ws)...)
 	order := map[string]int{}
 	for i, w := range ws {
 		order[w.ID] = i + 1

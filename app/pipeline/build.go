@@ -25,6 +25,8 @@ type unit struct {
 	dLeg   ports.GRPCLeg
 	// identity is a vLLM prefill's media_identity (worker-side media), relayed to decode.
 	identity *ports.GRPCMediaIdentity
+	// local: a decode-only unit (selective PD), served by dLeg alone with no prefill leg.
+	local bool
 }
 
 // responseID is the client-facing id of the response (chatcmpl-…, cmpl-…, the /generate

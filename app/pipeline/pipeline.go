@@ -19,8 +19,10 @@ import (
 
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/app/dispatch"
+	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/text"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
@@ -127,8 +129,26 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	ri := ports.RequestInfoFrom(ctx)
 	ri.SetLeg("prefill", p.ID, string(p.Runtime))
 	ri.SetLeg("decode", dc.ID, string(dc.Runtime))
+	return pl.attempt(ctx, w, rq, p, dc, false)
+}
+
+// AttemptLocal serves a decode-only request (selective PD) on one gRPC vLLM worker dc: the
+// sequential vLLM path without its prefill leg, the decode sent with no kv_transfer_params
+// and no bootstrap, so the engine prefills the prompt itself; its cached-token usage is not
+// read as a recompute. dc must be a vLLM worker (pdmode.CanServeAlone); another runtime
+// fails like an unsupported pair.
+func (pl *Pipeline) AttemptLocal(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, dc *worker.Live, _ http.Header) (bool, error) {
+	return pl.attempt(ctx, w, rq, dc, dc, true)
+}
+
+// attempt is Attempt; local serves dc alone (AttemptLocal, p == dc).
+func (pl *Pipeline) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, p, dc *worker.Live, local bool) (bool, error) {
+	ri := ports.RequestInfoFrom(ctx)
 	ri.SetConnMode(string(worker.ConnGRPC))
 	proto, err := checkPair(p, dc)
+	if err == nil && local && proto != sequentialVLLM {
+		err = errs.New(http.StatusBadRequest, wire.CodeRuntimePDNotSupported, "worker %s (%s) cannot serve a request alone over gRPC", dc.ID, dc.Runtime)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -150,6 +170,9 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	clientID, base := pl.responseID(j)
 	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
+	for i := range units {
+		units[i].local = local
+	}
 	pl.logPair(ctx, rq, p, dc, units)
 	if err := attachMedia(j, proto, units, dc); err != nil {
 		return false, err

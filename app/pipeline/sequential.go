@@ -130,21 +130,25 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		b, _ := json.Marshal(map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "transfer_id": transferID})
 		pre.KVTransferJSON = string(b)
 	}
-	if pl.metrics != nil {
-		pl.metrics.IncConnectorMode(mode)
-	}
 	// Each stream's Close cancels its RPC; the legs are not tied to gctx's cancellation.
 	legCtx := context.WithoutCancel(gctx)
-	start := time.Now()
-	harvested, ok := pl.runPrefill(gctx, fail, pre, u, r, legCtx)
-	if !ok {
-		return
-	}
-	if pl.metrics != nil {
-		pl.metrics.ObservePrefillDuration(r.j.name, string(p.Runtime), time.Since(start))
+	harvested := ""
+	if !u.local { // a decode-only unit has no prefill leg: the decode prefills itself
+		if pl.metrics != nil {
+			pl.metrics.IncConnectorMode(mode)
+		}
+		start := time.Now()
+		var ok bool
+		if harvested, ok = pl.runPrefill(gctx, fail, pre, u, r, legCtx); !ok {
+			return
+		}
+		if pl.metrics != nil {
+			pl.metrics.ObservePrefillDuration(r.j.name, string(p.Runtime), time.Since(start))
+		}
 	}
 	dec := u.dLeg
 	switch {
+	case u.local:
 	case relay && mode == modeMooncake && transferID != "":
 		b, _ := json.Marshal(map[string]any{"do_remote_decode": false, "do_remote_prefill": true, "transfer_id": transferID,
 			"remote_engine_id": mooncakeEngineID(p), "remote_bootstrap_addr": "http://" + net.JoinHostPort(host, strconv.Itoa(port))})
@@ -169,6 +173,9 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	// decode failing to load that KV first may turn it into the prefill's failure
 	// (kvLoadFault takes it then).
 	prefillOK, answered := http.StatusOK, time.Now()
+	if u.local {
+		prefillOK = 0 // no prefill leg, no outcome to record
+	}
 	releasePrefill := func() {
 		if prefillOK != 0 && !p.FailedSince(answered) { // not when it died after answering
 			pl.record(p, prefillOK)
@@ -242,7 +249,7 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			if empty(it.ev) {
 				continue
 			}
-			if it.ev.Complete && !cacheNoted {
+			if it.ev.Complete && !cacheNoted && !u.local { // decode-only computes its prompt: no recompute
 				cacheNoted = true
 				pl.noteDecodeCache(gctx, u, it.ev)
 			}

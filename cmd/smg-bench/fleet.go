@@ -16,6 +16,7 @@ func newFleet() *cobra.Command {
 		Duration: 60 * time.Second, RequestTimeout: 120 * time.Second, Seed: 1, Shape: fleetbench.DefaultShape(), Sim: fleetbench.DefaultKnobs()}
 	var (
 		policies, replicas, workloads string
+		selectivePD                   string
 		jsonPath, plotPath, from      string
 		rebuild                       bool
 	)
@@ -33,6 +34,7 @@ p50/p99, requests/s and output tokens/s, the prefill cache-hit rate (Σcached_to
 role), errors and recomputes. --json writes the report, --plot an SVG of the TTFT CDFs;
 --from re-reads a report (table and plot) without running anything.
 Workloads: shared-prefix, multi-turn, agentic, unique, mixed (or all); --seed fixes them.
+--selective-pd 0,256 runs each cell once per threshold (0 = always PD) in the same run.
 See docs/fleet-bench.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,6 +55,9 @@ See docs/fleet-bench.md.`,
 				return err
 			}
 			if c.Replicas, err = fleetbench.ParseReplicas(replicas); err != nil {
+				return err
+			}
+			if c.SelectivePD, err = fleetbench.ParseSelectivePD(selectivePD); err != nil {
 				return err
 			}
 			if c.Workloads, err = fleetbench.ParseWorkloads(workloads); err != nil {
@@ -97,6 +102,7 @@ See docs/fleet-bench.md.`,
 	f.IntVar(&c.Decodes, "decodes", c.Decodes, "decode simulators")
 	f.StringVar(&policies, "policy", "cache_aware,round_robin", "comma list of gateway policies (see `smg launch --help`), or all")
 	f.StringVar(&replicas, "replicas", "1,4", "comma list of gateway replica counts")
+	f.StringVar(&selectivePD, "selective-pd", "", "comma list of --selective-pd-uncached-tokens values, one cell each, decodes registered kv_both (e.g. 0,256; empty: plain cells)")
 	f.StringVar(&workloads, "workload", fleetbench.SharedPrefix, "comma list of shared-prefix, multi-turn, agentic, unique, mixed, or all")
 	f.Float64Var(&c.Rate, "rate", c.Rate, "Poisson arrival rate, requests per second")
 	f.IntVar(&c.Requests, "requests", c.Requests, "requests per cell (at most)")

@@ -35,6 +35,9 @@ type FleetSpec struct {
 	Policy string
 	// Sim are the simulators' timing and cache flags.
 	Sim SimKnobs
+	// DecodeKVRole, when set, is the kv_role the decodes are registered with (kv_both lets
+	// selective PD serve requests on them alone).
+	DecodeKVRole string
 	// GatewayArgs, PrefillArgs and DecodeArgs are extra flags per process kind.
 	GatewayArgs, PrefillArgs, DecodeArgs []string
 	// StartTimeout bounds each process's start and the workers becoming ready (default 30 s).
@@ -122,7 +125,7 @@ func StartFleet(ctx context.Context, s FleetSpec) (*Fleet, error) {
 		}
 		f.Decodes = append(f.Decodes, d)
 	}
-	workersFile, err := f.writeWorkersFile(s.Engine, s.Transport)
+	workersFile, err := f.writeWorkersFile(s.Engine, s.Transport, s.DecodeKVRole)
 	if err != nil {
 		return nil, err
 	}
@@ -189,18 +192,22 @@ func startSim(bin string, s FleetSpec, role string, i int, extra []string) (*Sim
 // POST /workers bodies with worker_type, and kv_connector NixlConnector (HTTP vLLM; a gRPC
 // vLLM servicer reports its own) or the prefill's bootstrap_port (SGLang); runtime_type for
 // gRPC workers.
-func (f *Fleet) writeWorkersFile(engine, transport string) (string, error) {
+func (f *Fleet) writeWorkersFile(engine, transport, decodeKVRole string) (string, error) {
 	type entry struct {
 		URL           string `json:"url"`
 		WorkerType    string `json:"worker_type"`
 		RuntimeType   string `json:"runtime_type,omitempty"`
 		KVConnector   string `json:"kv_connector,omitempty"`
+		KVRole        string `json:"kv_role,omitempty"`
 		BootstrapPort *int   `json:"bootstrap_port,omitempty"`
 	}
 	var list []entry
 	for role, sims := range map[string][]*Sim{sim.RolePrefill: f.Prefills, sim.RoleDecode: f.Decodes} {
 		for _, s := range sims {
 			e := entry{URL: s.URL, WorkerType: role}
+			if role == sim.RoleDecode {
+				e.KVRole = decodeKVRole
+			}
 			if transport == TransportGRPC {
 				e.RuntimeType = engine
 			}

@@ -64,6 +64,9 @@ type Cell struct {
 	DecodeImbalance  float64 `json:"decode_imbalance"`
 	// Recomputes is Σ recomputed_prompts over the decodes.
 	Recomputes int64 `json:"recomputes"`
+	// DecodeOnly is Σ decode_only_requests over the decodes: requests served without a
+	// prefill leg (selective PD), not counted in Recomputes.
+	DecodeOnly int64 `json:"decode_only,omitempty"`
 	// CacheModel is false when the simulators report no KV-cache counters (hit rate 0 then
 	// means "not measured").
 	CacheModel bool `json:"cache_model"`
@@ -112,7 +115,8 @@ func Summarise(workload, policy string, replicas int, rs []Result, elapsed time.
 			c.CachedTokens += w.CachedTokens
 			c.EvictedBlocks += w.EvictedBlocks
 		case "decode":
-			c.Recomputes += w.RecomputedPrompts
+			c.Recomputes += max(w.RecomputedPrompts-w.DecodeOnlyRequests, 0)
+			c.DecodeOnly += w.DecodeOnlyRequests
 		}
 	}
 	c.CacheHitRate = HitRate(ws, "prefill")

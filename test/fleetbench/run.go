@@ -40,6 +40,10 @@ type Config struct {
 	Sim   SimKnobs
 	// GatewayArgs, PrefillArgs and DecodeArgs are extra flags for every gateway / simulator.
 	GatewayArgs, PrefillArgs, DecodeArgs []string
+	// SelectivePD, when not empty, runs each cell once per value as
+	// --selective-pd-uncached-tokens (0: always PD) with the decodes registered kv_both, the
+	// policy column reading "<policy> spd=<N>".
+	SelectivePD []int
 	// Log receives progress lines (one per cell); nil discards them.
 	Log io.Writer
 }
@@ -124,23 +128,26 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		}
 		for _, pol := range c.Policies {
 			for _, r := range c.Replicas {
-				fmt.Fprintf(log, "cell %s / %s / %d replica(s): starting %dP+%dD %s fleet\n", wl, pol, r, c.Prefills, c.Decodes, c.Engine)
-				cell, err := runCell(ctx, c, wl, pol, r, reqs, arrivals)
-				if err != nil {
-					return rep, fmt.Errorf("cell %s / %s / %d replicas: %w", wl, pol, r, err)
+				for _, spd := range selectiveCells(c.SelectivePD) {
+					fmt.Fprintf(log, "cell %s / %s / %d replica(s)%s: starting %dP+%dD %s fleet\n", wl, pol, r, spd.label, c.Prefills, c.Decodes, c.Engine)
+					cell, err := runCell(ctx, c, wl, pol, r, reqs, arrivals, spd)
+					if err != nil {
+						return rep, fmt.Errorf("cell %s / %s / %d replicas: %w", wl, pol, r, err)
+					}
+					fmt.Fprintf(log, "cell %s / %s / %d replica(s)%s: %d/%d ok in %.1fs, ttft p50 %.0f ms, hit rate %.3f, decode-only %d\n",
+						wl, pol, r, spd.label, cell.OK, cell.Sent, cell.ElapsedS, cell.TTFTms.P50, cell.CacheHitRate, cell.DecodeOnly)
+					rep.Cells = append(rep.Cells, cell)
 				}
-				fmt.Fprintf(log, "cell %s / %s / %d replica(s): %d/%d ok in %.1fs, ttft p50 %.0f ms, hit rate %.3f\n",
-					wl, pol, r, cell.OK, cell.Sent, cell.ElapsedS, cell.TTFTms.P50, cell.CacheHitRate)
-				rep.Cells = append(rep.Cells, cell)
 			}
 		}
 	}
 	return rep, nil
 }
 
-func runCell(ctx context.Context, c Config, wl, pol string, replicas int, reqs []Request, arrivals []time.Duration) (Cell, error) {
+func runCell(ctx context.Context, c Config, wl, pol string, replicas int, reqs []Request, arrivals []time.Duration, spd selectiveCell) (Cell, error) {
 	f, err := StartFleet(ctx, FleetSpec{BinDir: c.BinDir, Engine: c.Engine, Transport: c.Transport, TokenizerPath: c.TokenizerPath, Prefills: c.Prefills, Decodes: c.Decodes,
-		Replicas: replicas, Policy: pol, Sim: c.Sim, GatewayArgs: c.GatewayArgs, PrefillArgs: c.PrefillArgs, DecodeArgs: c.DecodeArgs})
+		Replicas: replicas, Policy: pol, Sim: c.Sim, GatewayArgs: append(slices.Clone(c.GatewayArgs), spd.args...), PrefillArgs: c.PrefillArgs, DecodeArgs: c.DecodeArgs,
+		DecodeKVRole: spd.kvRole})
 	if err != nil {
 		return Cell{}, err
 	}
@@ -156,7 +163,7 @@ func runCell(ctx context.Context, c Config, wl, pol string, replicas int, reqs [
 	if err != nil {
 		return Cell{}, err
 	}
-	cell := Summarise(wl, pol, replicas, rs, elapsed, ws)
+	cell := Summarise(wl, pol+spd.label, replicas, rs, elapsed, ws)
 	cell.TTFTBySize = SizeSplit(rs, reqs)
 	return cell, nil
 }

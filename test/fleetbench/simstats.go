@@ -31,6 +31,9 @@ type WorkerStats struct {
 	BusyMS  float64 `json:"busy_ms"`
 	// RecomputedPrompts counts decodes that computed the prompt locally (no usable KV).
 	RecomputedPrompts int64 `json:"recomputed_prompts"`
+	// DecodeOnlyRequests counts requests the decode served alone (selective PD: no handoff
+	// data; a vLLM decode counts them in RecomputedPrompts too).
+	DecodeOnlyRequests int64 `json:"decode_only_requests,omitempty"`
 	// CacheModel reports whether the simulator's stats carry the KV-cache counters at all
 	// (cached_tokens present); without them the hit rate is not measured.
 	CacheModel bool `json:"cache_model"`

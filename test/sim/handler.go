@@ -248,6 +248,9 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		mc         *slot
 		mtag       *moriioTag // a tagged MoRI-IO prefill leg
 	)
+	if s.cfg.Role == RoleDecode && !j.canary && decodeOnlyShape(s.cfg.Engine, raw) {
+		s.c.decodeOnly.Add(1)
+	}
 	if s.cfg.Engine == EngineSGLang {
 		ts, e := parseBootstrap(raw, len(j.items))
 		if e != nil {

@@ -16,6 +16,12 @@ type Stats struct {
 	// RecomputedPrompts counts vLLM decode requests that computed the prompt locally because
 	// kv_transfer_params were absent or incomplete (vLLM's "Got invalid KVTransferParams").
 	RecomputedPrompts int64 `json:"recomputed_prompts"`
+	// DecodeOnlyRequests counts inference requests a decode instance received with no
+	// handoff data at all (selective PD's decode-only shape): a vLLM decode without
+	// kv_transfer_params (it computes the whole prompt itself, and counts in
+	// RecomputedPrompts too), a SGLang decode without bootstrap_host/bootstrap_room (it
+	// rejects the request with 400, as the engine does). Canaries are not counted.
+	DecodeOnlyRequests int64 `json:"decode_only_requests"`
 	// UnmatchedRooms counts handoffs this instance's leg waited on for HandoffTimeout without
 	// its peer: a SGLang prefill room never claimed, a SGLang decode room never registered,
 	// a Mooncake transfer never fetched (prefill) or never pushed (decode), NIXL blocks never
@@ -74,26 +80,27 @@ type Stats struct {
 type counters struct {
 	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
 	aborted, running, maxRunning, errors, genTokens                            atomic.Int64
-	leakedBlocks, canary                                                       atomic.Int64
+	leakedBlocks, canary, decodeOnly                                           atomic.Int64
 	dpRanks                                                                    [maxDPSize]atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Requests:          c.requests.Load(),
-		HandoffsSent:      c.handoffsSent.Load(),
-		HandoffsReceived:  c.handoffsReceived.Load(),
-		RecomputedPrompts: c.recomputed.Load(),
-		UnmatchedRooms:    c.unmatched.Load(),
-		DuplicateRooms:    c.duplicate.Load(),
-		Aborted:           c.aborted.Load(),
-		Running:           c.running.Load(),
-		MaxRunningSeen:    c.maxRunning.Load(),
-		Errors:            c.errors.Load(),
-		GenerationTokens:  c.genTokens.Load(),
-		LeakedBlocks:      c.leakedBlocks.Load(),
-		CanaryRequests:    c.canary.Load(),
-		DPRankRequests:    c.dpSnapshot(),
+		Requests:           c.requests.Load(),
+		HandoffsSent:       c.handoffsSent.Load(),
+		HandoffsReceived:   c.handoffsReceived.Load(),
+		RecomputedPrompts:  c.recomputed.Load(),
+		DecodeOnlyRequests: c.decodeOnly.Load(),
+		UnmatchedRooms:     c.unmatched.Load(),
+		DuplicateRooms:     c.duplicate.Load(),
+		Aborted:            c.aborted.Load(),
+		Running:            c.running.Load(),
+		MaxRunningSeen:     c.maxRunning.Load(),
+		Errors:             c.errors.Load(),
+		GenerationTokens:   c.genTokens.Load(),
+		LeakedBlocks:       c.leakedBlocks.Load(),
+		CanaryRequests:     c.canary.Load(),
+		DPRankRequests:     c.dpSnapshot(),
 	}
 }
 
@@ -101,7 +108,7 @@ func (c *counters) snapshot() Stats {
 // MaxRunningSeen restarts from the current Running.
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
-		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.leakedBlocks, &c.canary} {
+		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.leakedBlocks, &c.canary, &c.decodeOnly} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {
@@ -121,3 +128,12 @@ func (c *counters) enter() {
 }
 
 func (c *counters) leave() { c.running.Add(-1) }
+
+// decodeOnlyShape reports a request that carries no handoff data for engine's decode: no
+// kv_transfer_params (vLLM), no bootstrap_host and bootstrap_room (SGLang).
+func decodeOnlyShape(engine string, raw *rawReq) bool {
+	if engine == EngineSGLang {
+		return isNull(raw.BootstrapRoom) && isNull(raw.BootstrapHost)
+	}
+	return isNull(raw.KVTransferParams)
+}

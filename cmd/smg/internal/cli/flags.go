@@ -158,6 +158,7 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	fs.Float64Var(&cfg.LeastLoadKVPressureWeight, "least-load-kv-pressure-weight", cfg.LeastLoadKVPressureWeight, "least_load: weight of KV-cache pressure in the score")
 	add("least-load-kv-pressure-weight")
 	loadRoutingFlags(fs, cfg, add)
+	selectivePDFlags(fs, cfg, add)
 	fs.StringArrayVar(&cfg.RoutingKeyHeaders, "routing-key-headers", cfg.RoutingKeyHeaders, "request `header` carrying the routing key; repeat for more")
 	add("routing-key-headers")
 

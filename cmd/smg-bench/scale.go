@@ -38,6 +38,8 @@ relative to the smallest size of the same policy (target: within 1.15x at 512).`
 	f.IntVar(&c.Requests, "requests", c.Requests, "most requests of one measured phase")
 	f.DurationVar(&c.Phase, "phase", c.Phase, "most time of one measured phase")
 	f.DurationVar(&c.Warmup, "warmup", c.Warmup, "unrecorded warm-up per cell (request limit: --requests/10)")
+	f.StringVar(&c.BaselineBin, "baseline-bin", "", "directory with another build's smg: every cell alternates phases between both gateways")
+	f.IntVar(&c.Rounds, "rounds", 1, "measured phases per gateway per cell (the median is reported)")
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra smg launch flag for every gateway (repeatable)")
 	return cmd
 }

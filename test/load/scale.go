@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -30,13 +31,18 @@ type ScaleConfig struct {
 	Requests         int
 	Phase, Warmup    time.Duration
 	GatewayArgs, Env []string
-	StartTimeout     time.Duration // per process start and for the workers becoming ready (default 120 s)
-	Out              io.Writer
+	// BaselineBin, when set, holds another build's smg: each cell then runs both gateways,
+	// alternating phases, Rounds times (default 1), and reports the median round of each.
+	BaselineBin  string
+	Rounds       int
+	StartTimeout time.Duration // per process start and for the workers becoming ready (default 120 s)
+	Out          io.Writer
 }
 
 // ScaleResult is one (size, policy) cell.
 type ScaleResult struct {
-	Workers int // per leg
+	Build   string // the binary directory of the gateway
+	Workers int    // per leg
 	Policy  string
 	Summary Summary
 	// Mem is the gateway's memory after the phase (its /metrics).
@@ -111,54 +117,100 @@ func runScaleSize(ctx context.Context, c ScaleConfig, n int) ([]ScaleResult, err
 	}
 	var out []ScaleResult
 	for _, pol := range c.Policies {
-		r, err := runScaleCell(ctx, c, pol, urls[0], urls[1])
+		rs, err := runScaleCell(ctx, c, pol, urls[0], urls[1])
+		out = append(out, rs...)
 		if err != nil {
 			return out, fmt.Errorf("%d workers per leg, %s: %w", n, pol, err)
 		}
-		fmt.Fprintf(c.Out, "%5d workers/leg  %-13s %8.0f µs gateway CPU/request  %7.0f req/s  %d errors\n",
-			n, pol, r.Summary.CPUPerRequest("gateway"), r.Summary.Throughput, r.Summary.Errors)
-		out = append(out, r)
+		for _, r := range rs {
+			fmt.Fprintf(c.Out, "%5d workers/leg  %-13s %-20s %8.0f µs gateway CPU/request  %7.0f req/s  %d errors\n",
+				n, pol, r.Build, r.Summary.CPUPerRequest("gateway"), r.Summary.Throughput, r.Summary.Errors)
+		}
 	}
 	return out, nil
 }
 
-func runScaleCell(ctx context.Context, c ScaleConfig, pol string, prefills, decodes []string) (ScaleResult, error) {
-	args := append([]string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", "0",
-		"--prometheus-port", "0", "--policy", pol, "--log-json", "--shutdown-drain-delay-secs", "0"}, c.GatewayArgs...)
-	gw, m, err := startProcess("gateway", filepath.Join(c.BinDir, "smg"), args, c.Env, gatewayReady, c.StartTimeout)
-	if err != nil {
-		return ScaleResult{}, err
+// runScaleCell starts one gateway per build (this build, then BaselineBin's when set) with
+// every worker registered, then alternates measured phases between them for Rounds rounds:
+// builds compared within one run, under the same machine load. A cell's figure is the
+// median round.
+func runScaleCell(ctx context.Context, c ScaleConfig, pol string, prefills, decodes []string) ([]ScaleResult, error) {
+	builds := []string{c.BinDir}
+	if c.BaselineBin != "" {
+		builds = append(builds, c.BaselineBin)
 	}
-	defer gw.Stop(5 * time.Second)
-	f := &Fleet{Engine: sim.EngineVLLM, Gateway: gw, GatewayURL: "http://" + m[1], admin: &http.Client{Timeout: 10 * time.Second}}
-	if err := CheckLoopback(f.GatewayURL); err != nil {
-		return ScaleResult{}, err
-	}
-	if err := f.registerAll(ctx, prefills, decodes); err != nil {
-		return ScaleResult{}, err
-	}
-	if err := f.waitReadyN(ctx, len(prefills)+len(decodes), c.StartTimeout); err != nil {
-		return ScaleResult{}, err
-	}
+	fleets := make([]*Fleet, len(builds))
+	defer func() {
+		for _, f := range fleets {
+			if f != nil {
+				f.Gateway.Stop(5 * time.Second)
+			}
+		}
+	}()
 	wl := Workload{Prompt: BenchPrompt, MaxTokens: OutputTokens}
 	hc := NewClient(c.Concurrency)
 	defer hc.CloseIdleConnections()
-	target := NewGateway(f.GatewayURL, wl, hc)
-	if _, err := Run(ctx, target, Options{Concurrency: c.Concurrency, Requests: max(c.Requests/10, 1), Duration: c.Warmup}); err != nil {
-		return ScaleResult{}, err
+	for i, bin := range builds {
+		f, err := startScaleGateway(ctx, c, bin, pol, prefills, decodes)
+		if err != nil {
+			return nil, err
+		}
+		fleets[i] = f
+		if _, err := Run(ctx, NewGateway(f.GatewayURL, wl, hc), Options{Concurrency: c.Concurrency, Requests: max(c.Requests/10, 1), Duration: c.Warmup}); err != nil {
+			return nil, err
+		}
 	}
-	probe := CPUProbe(map[string]int{"gateway": gw.PID()})
-	before := probe()
-	s, err := Run(ctx, target, Options{Concurrency: c.Concurrency, Requests: c.Requests, Duration: c.Phase})
-	s.CPU = cpuDelta(before, probe())
+	runs := make([][]Summary, len(builds))
+	for range max(c.Rounds, 1) {
+		for i, f := range fleets {
+			probe := CPUProbe(map[string]int{"gateway": f.Gateway.PID()})
+			before := probe()
+			s, err := Run(ctx, NewGateway(f.GatewayURL, wl, hc), Options{Concurrency: c.Concurrency, Requests: c.Requests, Duration: c.Phase})
+			s.CPU = cpuDelta(before, probe())
+			if err != nil {
+				return nil, err
+			}
+			if s.OK == 0 {
+				return nil, fmt.Errorf("%s: no request succeeded: %s (gateway output: %s)", builds[i], s.FirstError, f.Gateway.Output())
+			}
+			runs[i] = append(runs[i], s)
+		}
+	}
+	var out []ScaleResult
+	for i, f := range fleets {
+		mem, err := ReadGatewayMem(ctx, f.admin, f.GatewayURL)
+		if err != nil {
+			return out, err
+		}
+		rs := runs[i]
+		sort.Slice(rs, func(a, b int) bool { return rs[a].CPUPerRequest("gateway") < rs[b].CPUPerRequest("gateway") })
+		out = append(out, ScaleResult{Build: builds[i], Workers: len(prefills), Policy: pol, Summary: rs[len(rs)/2], Mem: mem})
+	}
+	return out, nil
+}
+
+// startScaleGateway starts bin's smg with pol and registers every worker; it returns when
+// all are ready.
+func startScaleGateway(ctx context.Context, c ScaleConfig, bin, pol string, prefills, decodes []string) (*Fleet, error) {
+	args := append([]string{"launch", "--pd-disaggregation", "--host", "127.0.0.1", "--port", "0",
+		"--prometheus-port", "0", "--policy", pol, "--log-json", "--shutdown-drain-delay-secs", "0"}, c.GatewayArgs...)
+	gw, m, err := startProcess("gateway", filepath.Join(bin, "smg"), args, c.Env, gatewayReady, c.StartTimeout)
 	if err != nil {
-		return ScaleResult{}, err
+		return nil, err
 	}
-	if s.OK == 0 {
-		return ScaleResult{}, fmt.Errorf("no request succeeded: %s (gateway output: %s)", s.FirstError, gw.Output())
+	f := &Fleet{Engine: sim.EngineVLLM, Gateway: gw, GatewayURL: "http://" + m[1], admin: &http.Client{Timeout: 10 * time.Second}}
+	err = CheckLoopback(f.GatewayURL)
+	if err == nil {
+		err = f.registerAll(ctx, prefills, decodes)
 	}
-	mem, err := ReadGatewayMem(ctx, f.admin, f.GatewayURL)
-	return ScaleResult{Workers: len(prefills), Policy: pol, Summary: s, Mem: mem}, err
+	if err == nil {
+		err = f.waitReadyN(ctx, len(prefills)+len(decodes), c.StartTimeout)
+	}
+	if err != nil {
+		gw.Stop(5 * time.Second)
+		return nil, err
+	}
+	return f, nil
 }
 
 // registerAll POSTs every worker, 16 at a time.
@@ -195,18 +247,19 @@ func (f *Fleet) registerAll(ctx context.Context, prefills, decodes []string) err
 // WriteScale writes the scale table: per policy, CPU per request at each size and its ratio
 // to the smallest size.
 func WriteScale(w io.Writer, rs []ScaleResult) {
-	base := map[string]float64{}
-	fmt.Fprintf(w, "\n| workers per leg | policy | gateway CPU µs/request | × smallest fleet | throughput req/s | gateway RSS MiB | heap in use MiB | errors |\n|---|---|---|---|---|---|---|---|\n")
+	base := map[[2]string]float64{}
+	fmt.Fprintf(w, "\n| build | workers per leg | policy | gateway CPU µs/request | × smallest fleet | throughput req/s | gateway RSS MiB | heap in use MiB | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		cpu := r.Summary.CPUPerRequest("gateway")
-		if _, ok := base[r.Policy]; !ok {
-			base[r.Policy] = cpu
+		k := [2]string{r.Build, r.Policy}
+		if _, ok := base[k]; !ok {
+			base[k] = cpu
 		}
 		ratio := 0.0
-		if base[r.Policy] > 0 {
-			ratio = cpu / base[r.Policy]
+		if base[k] > 0 {
+			ratio = cpu / base[k]
 		}
-		fmt.Fprintf(w, "| %d | %s | %.0f | %.2f | %.0f | %.0f | %.0f | %d |\n", r.Workers, r.Policy, cpu, ratio,
+		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %.2f | %.0f | %.0f | %.0f | %d |\n", r.Build, r.Workers, r.Policy, cpu, ratio,
 			r.Summary.Throughput, float64(r.Mem.RSS)/(1<<20), float64(r.Mem.HeapInuse)/(1<<20), r.Summary.Errors)
 	}
 }

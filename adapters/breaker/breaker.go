@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/smg-go/smg/domain/worker"
 )
 
 // State is a breaker state. The values are those of the smg_worker_cb_state gauge
@@ -155,6 +157,9 @@ func (b *Breaker) changed(from, to State) {
 		b.openUntil.Store(time.Now().Add(b.timeout).UnixNano())
 	}
 	b.state.Store(int32(to))
+	if (from == StateClosed) != (to == StateClosed) {
+		worker.AvailabilityChanged() // Allow's answer changed: selection's cached views rebuild
+	}
 	b.m.SetCBState(b.worker, int(to))
 	b.m.IncCBTransition(b.worker, from.String(), to.String())
 }

@@ -21,9 +21,10 @@ import (
 // leg's policy Select and Acquire run under that leg's lock, so concurrent requests see each
 // other's picks. A prefill without a compatible decode is skipped while others can pair.
 //
-// On success release frees both in-flight slots; it is safe to call more than once. The cost
-// of a successful selection grows with the pairable prefills and their compatible decodes
-// only, not with incompatible workers.
+// On success release frees both in-flight slots; it is safe to call more than once. The
+// available workers come from a view cached per model until the fleet or a worker's
+// availability changes (view.go), so a successful selection does not scan the fleet: its
+// cost is that of the policies (constant for round_robin and power_of_two).
 //
 // Panic mode (Envoy's, at a 0 % threshold): when a leg has no available worker serving the
 // model but has ready ones that are only gated (circuit breaker open, or another gate), the
@@ -72,35 +73,23 @@ func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live
 }
 
 // selectPair is one selection over sn with a's idea of a usable worker: each leg's policy
-// normally, least loaded on a leg in panic mode.
+// over the cached view normally, least loaded on a leg in panic mode over a view built for
+// this selection.
 func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, h *held, err error) {
 	groups := sn.mx.Pairable()
 	polP, polD := s.prefillPolicy, s.decodePolicy
-	if a.panicP {
-		polP = leastLoaded{}
-	}
-	if a.panicD {
-		polD = leastLoaded{}
+	var v *view
+	if a.panicP || a.panicD {
+		polP, polD = panicPolicy(a.panicP, polP), panicPolicy(a.panicD, polD)
+		v = buildView(sn.mx, a, 0)
+	} else {
+		v = s.view(sn, req.Model)
 	}
 
-	n := 0
-	for gi := range groups {
-		n += len(groups[gi].Prefills)
-	}
-	cands := make([]*worker.Live, 0, n)
-	candGroup := make([]int, 0, n)
-	pinned := s.pinned(groups, req, a)
-	for gi := range groups {
-		g := &groups[gi]
-		if !anyUsable(g.Decodes, a.decode) || (pinned != nil && !slices.Contains(g.Decodes, pinned)) {
-			continue
-		}
-		for _, p := range g.Prefills {
-			if a.prefill(p) {
-				cands = append(cands, p)
-				candGroup = append(candGroup, gi)
-			}
-		}
+	cands, candGroup := v.cands, v.candGroup
+	pinned := v.pinned(req.PinDecode)
+	if pinned != nil {
+		cands, candGroup = pinnedOnly(cands, candGroup, groups, pinned)
 	}
 	if len(cands) == 0 {
 		return nil, nil, nil, s.noPair(sn, req.Model)
@@ -114,8 +103,8 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	}
 	prefill = cands[i]
 
-	decodes := usableOf(groups[candGroup[i]].Decodes, a.decode)
-	if len(decodes) == 0 { // every compatible decode went away since the filter above
+	decodes := v.decodes[candGroup[i]]
+	if len(decodes) == 0 { // not in a cached view; kept as a guard
 		unhold(prefill, bP, tP)
 		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
@@ -135,20 +124,26 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	return prefill, decode, &held{p: prefill, d: decode, bP: bP, bD: bD, tP: tP, tD: tD}, nil
 }
 
-// pinned returns the available decode named by req.PinDecode (serving req.Model and
-// compatible with an available prefill), or nil: a pin that cannot be kept is ignored.
-func (s *Selector) pinned(groups []pairing.Group, req *policy.Request, a avail) *worker.Live {
-	if req.PinDecode == "" {
-		return nil
+// panicPolicy is leastLoaded on a leg in panic mode, pol otherwise.
+func panicPolicy(panicking bool, pol policy.Policy) policy.Policy {
+	if panicking {
+		return leastLoaded{}
 	}
-	for gi := range groups {
-		for _, d := range groups[gi].Decodes {
-			if d.URL == req.PinDecode && a.decode(d) && anyUsable(groups[gi].Prefills, a.prefill) {
-				return d
-			}
+	return pol
+}
+
+// pinnedOnly keeps the candidates whose group may pair with pinned (a retry keeping its
+// decode), in new slices: the view's are shared.
+func pinnedOnly(cands []*worker.Live, candGroup []int, groups []pairing.Group, pinned *worker.Live) ([]*worker.Live, []int) {
+	var keep []*worker.Live
+	var keepGroup []int
+	for k, p := range cands {
+		if slices.Contains(groups[candGroup[k]].Decodes, pinned) {
+			keep = append(keep, p)
+			keepGroup = append(keepGroup, candGroup[k])
 		}
 	}
-	return nil
+	return keep, keepGroup
 }
 
 // SelectPrefillOnly picks one prefill worker for a request that needs no decode leg
@@ -160,7 +155,8 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 	if req == nil {
 		req = &policy.Request{}
 	}
-	cands := usableOf(s.current().mx.Prefills(), avail{model: req.Model}.prefill)
+	sn := s.current()
+	cands := s.view(sn, req.Model).prefills
 	if len(cands) == 0 {
 		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}

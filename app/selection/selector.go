@@ -26,7 +26,10 @@ const warnInterval = 30 * time.Second
 // selection (or Matrix call) rebuilds it once, copy-on-write. Rebuilding on the next read
 // instead of inside the event callback coalesces bursts (a fleet of N workers registering
 // costs one build, not N) and never calls the store from inside its own notification.
-// Compatibility is therefore computed once per fleet change, never per request.
+// Compatibility is therefore computed once per fleet change, never per request, and so is
+// the list of available workers per model (view.go): it is rebuilt on the first selection
+// after worker.AvailabilityEpoch moved (a status, stall mark or breaker changed), so a
+// selection costs the same for 2 or 4,096 workers.
 //
 // All methods are safe for concurrent use.
 type Selector struct {
@@ -58,6 +61,9 @@ type Selector struct {
 type snapshot struct {
 	mx      *pairing.Matrix
 	version uint64 // value of changes when the store was read
+
+	mu    sync.Mutex // serializes view builds
+	views viewCache  // the available workers per model (view.go)
 }
 
 type metricsBox struct{ m ports.PDMetrics }
@@ -113,8 +119,9 @@ func (s *Selector) current() *snapshot {
 	}
 	// Read the version before the store: a change racing with the build bumps it again, so
 	// the next call rebuilds.
-	sn := &snapshot{version: v, mx: pairing.NewMatrix(
-		s.store.ByRole(worker.RolePrefill), s.store.ByRole(worker.RoleDecode), s.mode)}
+	prefills, decodes := s.store.ByRole(worker.RolePrefill), s.store.ByRole(worker.RoleDecode)
+	sn := &snapshot{version: v, mx: pairing.NewMatrix(prefills, decodes, s.mode)}
+	sn.views.models = listedModels(prefills, decodes)
 	s.snap.Store(sn)
 	return sn
 }

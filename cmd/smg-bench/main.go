@@ -42,6 +42,6 @@ only loopback targets are accepted.`,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newSuite(), newCompare(), newStreams(), newFleet())
+	root.AddCommand(newSuite(), newCompare(), newStreams(), newFleet(), newScale())
 	return root
 }

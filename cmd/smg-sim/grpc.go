@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -80,21 +77,17 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 	}
 }
 
-// runGRPC starts the gRPC simulator, writes its ready line and serves until parent ends or
-// SIGINT/SIGTERM arrives.
-func runGRPC(parent context.Context, cfg grpcsim.Config, w io.Writer) error {
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	srv, err := grpcsim.Start(cfg)
-	if err != nil {
-		return err
-	}
-	c := srv.Config()
-	fmt.Fprintf(w, "smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s%s\n",
-		c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID, kvEventsSuffix(srv.KVEvents()))
-	<-ctx.Done()
-	return srv.Close()
+// runGRPC starts n instances of the gRPC simulator, writes the ready lines and serves
+// until parent ends or SIGINT/SIGTERM arrives.
+func runGRPC(parent context.Context, cfg grpcsim.Config, n int, w io.Writer) error {
+	cfgs := grpcInstanceConfigs(cfg, n)
+	return serveAll(parent, len(cfgs), func(i int) (closer, string, error) {
+		srv, err := grpcsim.Start(cfgs[i])
+		if err != nil {
+			return nil, "", err
+		}
+		c := srv.Config()
+		return srv, fmt.Sprintf("smg-sim %s %s listening on %s bootstrap=%d stats=%s engine_id=%s%s",
+			c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.StatsURL(), c.EngineID, kvEventsSuffix(srv.KVEvents())), nil
+	}, w)
 }

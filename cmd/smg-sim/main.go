@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,6 +57,7 @@ func newCommand() *cobra.Command {
 	var prefixCache bool
 	var transport string
 	var g grpcFlags
+	n := 1
 	cmd := &cobra.Command{
 		Use:   "smg-sim --engine sglang|vllm|tokenspeed [--transport http|grpc] --role prefill|decode|encode [flags]",
 		Short: "Simulated SGLang / vLLM prefill or decode engine that checks the PD KV handoff",
@@ -76,7 +75,7 @@ Fault kinds: status:<code>, reset, hang, die-after:<tokens>, malformed,
 slow-first-byte:<ms>, delay-body:<ms>, no-kv-params, and for a MoRI-IO prefill
 handoff-missing-field, handoff-wrong-transfer-id, handoff-wrong-ports.
 
-When ready it prints one line:
+When ready it prints one line (one per instance with --instances N, in order):
   smg-sim <engine> <role> listening on http://HOST:PORT bootstrap=PORT engine_id=ID
 (bootstrap=0 when the role has no bootstrap server), followed by
 " moriio_handshake=PORT moriio_notify=PORT" for MoRI-IO, and with --kv-events-config by
@@ -94,9 +93,12 @@ them. SIGINT/SIGTERM stop it cleanly.`,
 			if cfg.Engine == "" || cfg.Role == "" {
 				return fmt.Errorf("--engine and --role are required")
 			}
+			if err := checkInstances(n, cfg.KVEventsConfig); err != nil {
+				return err
+			}
 			switch transport {
 			case "grpc":
-				return runGRPCFn(cmd.Context(), grpcConfig(cfg, g), cmd.OutOrStdout())
+				return runGRPCFn(cmd.Context(), grpcConfig(cfg, g), n, cmd.OutOrStdout())
 			case "http":
 			default:
 				return fmt.Errorf("--transport %q: want http or grpc", transport)
@@ -104,10 +106,12 @@ them. SIGINT/SIGTERM stop it cleanly.`,
 			if cfg.Engine == "tokenspeed" {
 				return fmt.Errorf("--engine tokenspeed is gRPC-only: add --transport grpc")
 			}
-			return runFn(cmd.Context(), cfg, cmd.OutOrStdout())
+			return runFn(cmd.Context(), cfg, n, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
+	f.IntVar(&n, "instances", 1,
+		"independent workers of this engine and role served by this process, on --port+i (and every other fixed port +i; 0 = free ports), engine ids <engine-id>-i; one ready line each, each with its own /sim/stats and faults")
 	f.StringVar(&transport, "transport", "http", `"http" (SGLang/vLLM HTTP servers) or "grpc" (the engines' gRPC services; TokenSpeed is gRPC-only)`)
 	g.register(f)
 	f.StringVar(&cfg.Engine, "engine", "", `engine to simulate: "sglang", "vllm" or (gRPC) "tokenspeed" (required)`)
@@ -177,25 +181,20 @@ func kvEventsSuffix(set *kvevents.Set) string {
 	return out
 }
 
-// run starts the simulator, writes the ready line to w and serves until parent ends or a
-// SIGINT/SIGTERM arrives; it returns Close's error.
-func run(parent context.Context, cfg sim.Config, w io.Writer) error {
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	srv, err := sim.Start(cfg)
-	if err != nil {
-		return err
-	}
-	c := srv.Config()
-	line := fmt.Sprintf("smg-sim %s %s listening on %s bootstrap=%d engine_id=%s", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
-	if hs, nt := srv.MoRIIOPorts(); hs != 0 {
-		line += fmt.Sprintf(" moriio_handshake=%d moriio_notify=%d", hs, nt)
-	}
-	line += kvEventsSuffix(srv.KVEvents())
-	fmt.Fprintln(w, line)
-	<-ctx.Done()
-	return srv.Close()
+// run starts n instances of the simulator, writes the ready lines to w and serves until
+// parent ends or a SIGINT/SIGTERM arrives; it returns Close's error.
+func run(parent context.Context, cfg sim.Config, n int, w io.Writer) error {
+	cfgs := instanceConfigs(cfg, n)
+	return serveAll(parent, len(cfgs), func(i int) (closer, string, error) {
+		srv, err := sim.Start(cfgs[i])
+		if err != nil {
+			return nil, "", err
+		}
+		c := srv.Config()
+		line := fmt.Sprintf("smg-sim %s %s listening on %s bootstrap=%d engine_id=%s", c.Engine, c.Role, srv.URL(), srv.BootstrapPort(), srv.EngineID())
+		if hs, nt := srv.MoRIIOPorts(); hs != 0 {
+			line += fmt.Sprintf(" moriio_handshake=%d moriio_notify=%d", hs, nt)
+		}
+		return srv, line + kvEventsSuffix(srv.KVEvents()), nil
+	}, w)
 }

@@ -104,7 +104,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"--kv-connector", "--prefill-tokens-per-s", "--itl-ms", "--itl-per-running-ms", "--max-running",
 		"--handoff-timeout", "--max-model-len", "--max-running-requests", "--fault", "--hang-max",
 		"--moriio-mode", "--moriio-handshake-port", "--moriio-notify-port", "handoff-wrong-transfer-id", "leaked_blocks",
-		"--block-size", "--kv-cache-blocks", "--prefill-fixed-ms", "--prefill-chunk-tokens", "--kv-transfer-ms-per-block", "--tokenizer-path"} {
+		"--block-size", "--kv-cache-blocks", "--prefill-fixed-ms", "--prefill-chunk-tokens", "--kv-transfer-ms-per-block", "--tokenizer-path", "--instances"} {
 		assert.Contains(t, out.String(), f)
 	}
 }
@@ -187,7 +187,7 @@ func TestRunMoRIIOPrintsItsSideChannel(t *testing.T) {
 // size unless --page-size is given).
 func TestCacheFlagsReachTheConfigs(t *testing.T) {
 	var got sim.Config
-	runFn = func(_ context.Context, c sim.Config, _ io.Writer) error { got = c; return nil }
+	runFn = func(_ context.Context, c sim.Config, _ int, _ io.Writer) error { got = c; return nil }
 	defer func() { runFn = run }()
 	cmd := newCommand()
 	cmd.SetArgs([]string{"--engine", "vllm", "--role", "decode", "--block-size", "4", "--kv-cache-blocks", "8",

@@ -6,7 +6,9 @@ import (
 )
 
 // Gate decides whether a worker may take new requests beyond its status, for example a
-// circuit breaker. Allow must be fast: it is called for every candidate on every selection.
+// circuit breaker. Allow must be fast. Selection caches the available workers, so a gate
+// whose answer changes must call AvailabilityChanged after the change (SetGate itself
+// counts as a change).
 type Gate interface {
 	Allow() bool
 }
@@ -30,9 +32,13 @@ type Live struct {
 }
 
 // SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or
-// clears the mark (false). A suspect worker takes no new legs (Available) until a canary
+// clears the mark (false); a change moves AvailabilityEpoch. A suspect worker takes no new legs (Available) until a canary
 // clears it or its breaker ejects it.
-func (l *Live) SetSuspect(on bool) { l.suspect.Store(on) }
+func (l *Live) SetSuspect(on bool) {
+	if l.suspect.Swap(on) != on {
+		AvailabilityChanged()
+	}
+}
 
 // Suspect reports whether the progress watchdog suspects the worker stalled.
 func (l *Live) Suspect() bool { return l.suspect.Load() }
@@ -59,11 +65,17 @@ func NewLive(w Worker, s Status) *Live {
 // Status returns the current lifecycle status.
 func (l *Live) Status() Status { return l.status.Load().(Status) }
 
-// SetStatus sets the lifecycle status.
-func (l *Live) SetStatus(s Status) { l.status.Store(s) }
+// SetStatus sets the lifecycle status; a new status moves AvailabilityEpoch.
+func (l *Live) SetStatus(s Status) {
+	if l.status.Swap(s) != s {
+		AvailabilityChanged()
+	}
+}
 
-// SetGate installs a gate (e.g. a circuit breaker); nil removes it.
+// SetGate installs a gate (e.g. a circuit breaker); nil removes it. It moves
+// AvailabilityEpoch.
 func (l *Live) SetGate(g Gate) {
+	defer AvailabilityChanged()
 	if g == nil {
 		l.gate.Store(nil)
 		return

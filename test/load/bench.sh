@@ -7,9 +7,12 @@
 #   2. smg-bench suite: gateway vs direct client, alternating A/B phases, on SGLang and vLLM
 #      NIXL fleets of smg-sim engines (zero latency and realistic latency, non-streaming and
 #      streaming), then open SSE streams held through one gateway; every phase is bounded
-#      by a request count and a time limit, every target is 127.0.0.1.
+#      by a request count and a time limit, every target is 127.0.0.1;
+#   3. smg-bench scale: gateway CPU per request with 2, 64 and 512 registered workers per leg
+#      (one smg-sim --instances N process per leg), round_robin, power_of_two, cache_aware.
 # Environment: GO (default go), BIN (default bin), BENCH_ARGS (extra `smg-bench suite`
-# flags, e.g. "--pairs 3 --only sglang"), BENCH_SKIP_MICRO=1 to skip step 1,
+# flags, e.g. "--pairs 3 --only sglang"), BENCH_SCALE_ARGS (extra `smg-bench scale` flags, e.g.
+# "--sizes 2,512 --policy round_robin"), BENCH_SKIP_MICRO=1 to skip step 1,
 # BENCH_BASELINE_BIN (a directory with an older build's smg and smg-sim: its suite runs
 # first, for before/after figures from one run) and BENCH_BASELINE_ALLOCS (that build's
 # BenchmarkDispatch output).
@@ -49,6 +52,9 @@ fi
 echo "== load comparison (smg-bench suite)"
 # shellcheck disable=SC2086
 "$BIN/smg-bench" suite --bin "$BIN" --allocs "$allocs" ${BENCH_ARGS:-}
+echo "== fleet size: gateway CPU per request at 2/64/512 workers per leg (smg-bench scale)"
+# shellcheck disable=SC2086
+"$BIN/smg-bench" scale --bin "$BIN" ${BENCH_SCALE_ARGS:-}
 echo "== gRPC PD: gateway vs direct gRPC client (in-process, SGLang, zero latency)"
 SMG_BENCH_GRPC=1 $GO test -run '^TestBenchGRPCGatewayVsDirect$' -count=1 -v -timeout 5m ./test/grpcfleet | grep -E 'pair|median|^(ok|FAIL|---)'
 echo "== bench.sh took $(( $(date +%s) - start ))s"

@@ -150,6 +150,11 @@ func (f *Fleet) register(ctx context.Context, workerURL, typ string) error {
 
 // waitReady polls GET /workers until two workers are "ready", within timeout.
 func (f *Fleet) waitReady(ctx context.Context, timeout time.Duration) error {
+	return f.waitReadyN(ctx, 2, timeout)
+}
+
+// waitReadyN polls GET /workers until n workers are "ready", within timeout.
+func (f *Fleet) waitReadyN(ctx context.Context, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last := "no answer"
 	for time.Now().Before(deadline) {
@@ -168,10 +173,10 @@ func (f *Fleet) waitReady(ctx context.Context, timeout time.Duration) error {
 					ready++
 				}
 			}
-			if ready == 2 {
+			if ready == n {
 				return nil
 			}
-			last = fmt.Sprintf("%d of 2 workers ready: %+v", ready, list.Workers)
+			last = fmt.Sprintf("%d of %d workers ready", ready, n)
 		}
 		select {
 		case <-ctx.Done():

@@ -36,6 +36,20 @@ func StartProcess(name, bin string, args, env []string, ready *regexp.Regexp, ti
 // timeout for a line of its merged stdout/stderr that matches ready; it returns the
 // submatches. On failure the process is stopped and the error carries its last output.
 func startProcess(name, bin string, args, env []string, ready *regexp.Regexp, timeout time.Duration) (*Process, []string, error) {
+	p, ms, err := startProcessN(name, bin, args, env, ready, 1, timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, ms[0], nil
+}
+
+// StartProcessN is StartProcess waiting for n matching lines (smg-sim --instances n prints
+// one per instance); it returns their submatches in order.
+func StartProcessN(name, bin string, args, env []string, ready *regexp.Regexp, n int, timeout time.Duration) (*Process, [][]string, error) {
+	return startProcessN(name, bin, args, env, ready, n, timeout)
+}
+
+func startProcessN(name, bin string, args, env []string, ready *regexp.Regexp, n int, timeout time.Duration) (*Process, [][]string, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -50,8 +64,9 @@ func startProcess(name, bin string, args, env []string, ready *regexp.Regexp, ti
 		return nil, nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
 	}
 	_ = w.Close() // the child holds the write end; r reads EOF when it exits
-	found := make(chan []string, 1)
+	found := make(chan [][]string, 1)
 	go func() {
+		var all [][]string
 		defer r.Close()
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -63,9 +78,8 @@ func startProcess(name, bin string, args, env []string, ready *regexp.Regexp, ti
 				for i := range m {
 					subs[i] = string(m[i])
 				}
-				select {
-				case found <- subs:
-				default:
+				if all = append(all, subs); len(all) == n {
+					found <- all
 				}
 			}
 		}

@@ -46,6 +46,9 @@ type sharedOut struct {
 	// Tokens shares in-flight token load between instances: the Redis board with
 	// --redis-url, else an in-memory board (this instance alone).
 	Tokens ports.TokenBoard
+	// Budgets are the tenants' token budgets: Redis (shared, in memory while Redis is down)
+	// with --redis-url, else this instance's own.
+	Budgets ports.TenantBudgets
 }
 
 // Module provides ports.SlotCounter, ports.StickyStore, ports.FleetStore and ports.TokenBoard. Without --redis-url they are the
@@ -68,7 +71,7 @@ func newShared(in sharedIn) (sharedOut, error) {
 	memSlots := memory.NewSlots(memory.SlotsOptions{})
 	memSticky := memory.NewSticky(memory.StickyOptions{})
 	if in.Options.RedisURL == "" {
-		return sharedOut{Slots: memSlots, Sticky: memSticky, Tokens: memory.NewTokenBoard(nil)}, nil
+		return sharedOut{Slots: memSlots, Sticky: memSticky, Tokens: memory.NewTokenBoard(nil), Budgets: memory.NewTenantBudgets(nil)}, nil
 	}
 	redis.RouteLogs(log)
 	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, 0)
@@ -97,9 +100,10 @@ func newShared(in sharedIn) (sharedOut, error) {
 	slots = redis.NewSlots(context.Background(), c, o)
 	fo := FallbackOptions{Logger: log, OnFallback: in.Counter}
 	return sharedOut{
-		Slots:  NewFallbackSlots(slots, memSlots, fo),
-		Sticky: NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
-		Fleet:  fleet,
-		Tokens: redis.NewTokenBoard(c, o),
+		Slots:   NewFallbackSlots(slots, memSlots, fo),
+		Sticky:  NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
+		Fleet:   fleet,
+		Tokens:  redis.NewTokenBoard(c, o),
+		Budgets: NewFallbackBudgets(redis.NewTenantBudgets(c, o), memory.NewTenantBudgets(nil), fo),
 	}, nil
 }

@@ -5,9 +5,12 @@ import (
 	"github.com/smg-go/smg/ports"
 )
 
-// apiKeyOnly is the TenantResolver of a dispatcher built without one: --api-key alone (""
+// orAPIKey is r, or for a dispatcher built without a TenantResolver, --api-key alone (""
 // leaves the routes open), every request the anonymous tenant.
-func apiKeyOnly(apiKey string) ports.TenantResolver {
-	r, _ := tenants.New(tenants.Options{APIKey: apiKey}) // no file: cannot fail
-	return r
+func orAPIKey(r ports.TenantResolver, apiKey string) ports.TenantResolver {
+	if r != nil {
+		return r
+	}
+	k, _ := tenants.New(tenants.Options{APIKey: apiKey}) // no file: cannot fail
+	return k
 }

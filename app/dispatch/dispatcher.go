@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/tenantbudget"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/policy"
@@ -87,9 +88,10 @@ type Deps struct {
 	// GRPC serves attempts whose selected pair has a gRPC leg (and count_tokens on a gRPC
 	// prefill); nil: none (HTTP only).
 	GRPC GRPCPipeline
-	// Tenants authenticates requests (Guard) and tells legHeaders whether the client's
-	// Authorization is the gateway's own credential; nil: --api-key alone.
+	// Tenants authenticates (Guard, legHeaders); nil: --api-key alone.
 	Tenants ports.TenantResolver
+	// Budgets checks tenants' budgets at admission (chargeTenant); nil: none.
+	Budgets *tenantbudget.Budgets
 }
 
 // Dispatcher serves the PD data-plane routes.
@@ -108,6 +110,7 @@ type Dispatcher struct {
 	newUUID   func() string
 	grpc      GRPCPipeline
 	tenants   ports.TenantResolver
+	budgets   *tenantbudget.Budgets
 	// bodies bounds the request bodies held at once (--max-inflight-body-mb); nil: unbounded.
 	bodies *bodyBudget
 	// recomputes detects decodes that recomputed the prompt (non-streaming answers).
@@ -125,10 +128,7 @@ func New(d Deps) *Dispatcher {
 	if d.NewUUID == nil {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	if d.Tenants == nil {
-		d.Tenants = apiKeyOnly(d.Config.APIKey)
-	}
-	return &Dispatcher{tenants: d.Tenants, cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
+	return &Dispatcher{tenants: orAPIKey(d.Tenants, d.Config.APIKey), budgets: d.Budgets, cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
 		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, needsIDs: d.NeedsTokenIDs, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
 		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait)}
 }
@@ -209,6 +209,11 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		// X-Request-Id, so a forwarded `chatcmpl-…` came back as `chatcmpl-chatcmpl-…`.
 		ri := ports.RequestInfoFrom(r.Context())
 		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
+		w, settle, ok := d.chargeTenant(ctx, w, preq)
+		if !ok {
+			return
+		}
+		defer settle()
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -451,9 +456,9 @@ func (d *Dispatcher) checkModel(m string) *errs.Error {
 	return errs.ModelNotFound(m)
 }
 
-// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key (or
-// tenants' keys) the client's Authorization is the gateway's own credential and is not
-// passed on: an engine gets the worker's api_key instead, when it has one (httpengine).
+// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key or
+// tenants' keys the client's Authorization is the gateway's own credential, not passed on:
+// an engine gets the worker's api_key instead, when it has one (httpengine).
 func (d *Dispatcher) legHeaders(in http.Header) http.Header {
 	h := forwardHeaders(in, d.cfg.RequestIDHeaders)
 	if d.tenants.AuthRequired() {

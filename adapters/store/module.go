@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -26,6 +27,9 @@ type SharedOptions struct {
 	RedisCluster bool
 	// KeyPrefix starts every key and channel name ("" takes redis.DefaultPrefix, "smg:").
 	KeyPrefix string
+	// OpTimeout bounds every Redis call (0 takes redis.DefaultOpTimeout, 100 ms); tests on
+	// a loaded machine raise it.
+	OpTimeout time.Duration
 }
 
 type sharedIn struct {
@@ -74,11 +78,11 @@ func newShared(in sharedIn) (sharedOut, error) {
 		return sharedOut{Slots: memSlots, Sticky: memSticky, Tokens: memory.NewTokenBoard(nil), Budgets: memory.NewTenantBudgets(nil)}, nil
 	}
 	redis.RouteLogs(log)
-	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, 0)
+	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, in.Options.OpTimeout)
 	if err != nil {
 		return sharedOut{}, err
 	}
-	o := redis.Options{Logger: log, Prefix: in.Options.KeyPrefix}
+	o := redis.Options{Logger: log, Prefix: in.Options.KeyPrefix, OpTimeout: in.Options.OpTimeout}
 	var slots *redis.Slots
 	fleet := redis.NewFleet(c, o)
 	in.LC.Append(fx.Hook{

@@ -24,11 +24,5 @@ func (d *Dispatcher) chargeTenant(ctx context.Context, w http.ResponseWriter, pr
 		return w, func() {}, true
 	}
 	tw := ticket.Tap(w)
-	return tw, func() {
-		if t, ok := tw.(interface {
-			Used(ports.TokenUse) ports.TokenUse
-		}); ok {
-			ticket.Settle(t.Used(ticket.Reserved()))
-		}
-	}, true
+	return tw, func() { ticket.Settle(tw.Used(ticket.Reserved())) }, true
 }

@@ -35,13 +35,9 @@ type Tap struct {
 	events         int64
 }
 
-// Tap wraps w to learn what the response used. A nil Ticket returns w itself.
-func (k *Ticket) Tap(w http.ResponseWriter) http.ResponseWriter {
-	if k == nil {
-		return w
-	}
-	return &Tap{ResponseWriter: w}
-}
+// Tap wraps w to learn what the response used; serve the request through it and settle
+// with its Used.
+func (k *Ticket) Tap(w http.ResponseWriter) *Tap { return &Tap{ResponseWriter: w} }
 
 // WriteHeader notes the status and whether the response is an event stream.
 func (t *Tap) WriteHeader(code int) {

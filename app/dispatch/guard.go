@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/smg-go/smg/adapters/httpauth"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/tenant"
@@ -45,6 +48,9 @@ func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []s
 				}
 			}
 			if named {
+				// The access line and the server span name the tenant.
+				ports.RequestInfoFrom(req.Context()).SetTenant(t.Name)
+				trace.SpanFromContext(req.Context()).SetAttributes(attribute.String("smg.tenant", t.Name))
 				req = req.WithContext(tenant.WithTenant(req.Context(), t))
 			}
 			next.ServeHTTP(w, req)

@@ -27,9 +27,12 @@ func TestGuardPutsTheTenantOnTheContext(t *testing.T) {
 		seen, had = tenant.FromContext(r.Context())
 	})}}, res, []string{"X-Request-Id"})
 
+	var ri *ports.RequestInfo
 	serve := func(key string) *httptest.ResponseRecorder {
 		had, seen = false, tenant.Tenant{}
+		ri = &ports.RequestInfo{}
 		req := httptest.NewRequest(http.MethodPost, "/x", nil)
+		req = req.WithContext(ports.WithRequestInfo(req.Context(), ri))
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
@@ -41,6 +44,7 @@ func TestGuardPutsTheTenantOnTheContext(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rec.Code)
 	require.True(t, had)
 	assert.Equal(t, tenant.Tenant{Name: "gold", Priority: 7, Limits: tenant.Limits{MaxConcurrentRequests: 2}}, seen)
+	assert.Equal(t, "gold", ri.Snapshot().Tenant, "the access line names the tenant")
 
 	rec = serve("gw")
 	assert.Equal(t, http.StatusOK, rec.Code)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/smg-go/smg/adapters/store"
 	"github.com/smg-go/smg/adapters/store/redis/redistest"
+	"github.com/smg-go/smg/app"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
@@ -166,4 +167,16 @@ func TestOutputBudgetHoldsAcrossThreeReplicas(t *testing.T) {
 			assert.GreaterOrEqual(t, float64(used), float64(limit-maxTokens), "the budget was spent, not lost to estimates")
 		})
 	}
+}
+
+// A tenants file with a bad line stops the start with the flag, the file and the line.
+func TestBadTenantsFileFailsTheStartNamingTheLine(t *testing.T) {
+	t.Parallel()
+	file := writeTenants(t, "- name: a\n  api_keys: [k1]\n  limits:\n    output_tokens_per_minit: 5\n")
+	cfg := fleet.DefaultConfig()
+	cfg.TenantsFile = file
+	a := app.New(cfg)
+	err := a.Err()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid --tenants-file "+file+`: line 4: unknown limit "output_tokens_per_minit"`)
 }

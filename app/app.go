@@ -27,6 +27,7 @@ import (
 	"github.com/smg-go/smg/app/kvroute"
 	"github.com/smg-go/smg/app/pipeline"
 	"github.com/smg-go/smg/app/registry"
+	"github.com/smg-go/smg/app/tenantbudget"
 	"github.com/smg-go/smg/app/tokenshare"
 	"github.com/smg-go/smg/ports"
 )
@@ -106,6 +107,8 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		pipeline.Module(),      // gRPC PD attempts, handed over by dispatch
 		pipeline.LoadsModule(), // smg_engine_pd_* from the gRPC workers' load reports
 		kvroute.Module(),       // --kv-events-routing: gRPC workers' KV events for cache_aware
+		tenantsModule(),        // --tenants-file, --tenant-header: who each request is for
+		tenantbudget.Module(),  // the tenants' limits, reserved at admission and settled
 		dispatch.Module(),
 		resilienceModule(),
 		observabilityModule(),

@@ -35,6 +35,7 @@ type RequestInfo struct {
 	gone      bool
 	pdDec     string
 	pdReason  string
+	tenant    string
 }
 
 // RequestInfoSnapshot is a consistent copy of a RequestInfo's fields.
@@ -73,6 +74,9 @@ type RequestInfoSnapshot struct {
 	// PDDecision is the selective-PD decision of the last attempt (disaggregated,
 	// decode_only) and PDReason its reason; "" when the decision is off.
 	PDDecision, PDReason string
+	// Tenant is the request's tenant (--tenants-file, --tenant-header); "" for the
+	// anonymous tenant.
+	Tenant string
 }
 
 type requestInfoKey struct{}
@@ -185,6 +189,16 @@ func (ri *RequestInfo) SetConnMode(mode string) {
 	ri.mu.Unlock()
 }
 
+// SetTenant records the request's tenant name.
+func (ri *RequestInfo) SetTenant(name string) {
+	if ri == nil {
+		return
+	}
+	ri.mu.Lock()
+	ri.tenant = name
+	ri.mu.Unlock()
+}
+
 // SetClientGone records that the client went away before its answer ended.
 func (ri *RequestInfo) SetClientGone() {
 	if ri == nil {
@@ -228,5 +242,5 @@ func (ri *RequestInfo) Snapshot() RequestInfoSnapshot {
 		SpanID: ri.spanID, TraceSampled: ri.sampled, Model: ri.model,
 		Endpoint: ri.endpoint, Stream: ri.stream, Attempts: ri.attempts, PrefillID: ri.prefillID,
 		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone,
-		PDDecision: ri.pdDec, PDReason: ri.pdReason}
+		PDDecision: ri.pdDec, PDReason: ri.pdReason, Tenant: ri.tenant}
 }

@@ -37,11 +37,11 @@ type inferenceError struct {
 
 var inferenceErrors = []inferenceError{
 	{400, "The request is invalid: invalid_request, json_parse_error, invalid_request_id (a --request-id-headers value that is not a valid request id), context_length_exceeded (gRPC), admission_window_exceeded (gRPC: the request needs more decode slots, prompts × n, than the decode's whole admission window), runtime_pd_not_supported, moriio_fanout_unsupported, moriio_request_id_reserved, pd_decode_language_model_only_* (vLLM --language-model-only decode pools). An engine's own 4xx is passed through with its status."},
-	{401, "--api-key is set and the request does not carry it as `Authorization: Bearer <key>`: invalid_api_key (with a WWW-Authenticate challenge)."},
+	{401, "--api-key or --tenants-file is set and the request does not carry the gateway's key or a tenant's as `Authorization: Bearer <key>` (or --tenant-header names no tenant of the file): invalid_api_key (with a WWW-Authenticate challenge)."},
 	{404, "No registered worker serves the model: model_not_found."},
 	{408, "The client did not send the body in time: body_read_timeout."},
 	{413, "The body is over --max-payload-size: payload_too_large."},
-	{429, "An engine rate-limited the request; its status is passed through. Honour Retry-After when present."},
+	{429, "tenant_rate_limited: the request's tenant (--tenants-file) is over one of its limits (requests_per_minute, prompt_tokens_per_minute, output_tokens_per_minute, max_concurrent_requests); the message names the limit and its value, Retry-After says when the budget has room. Or an engine rate-limited the request; its status is passed through. Honour Retry-After when present."},
 	{500, "internal_error, serialization_failed, tokenizer_not_found (gRPC)."},
 	{501, "The route or feature has no prefill/decode split: not_supported, moriio_route_unsupported, moriio_grpc_pd_unsupported."},
 	{502, "A leg failed: prefill_upstream_error (vLLM prefill error status, passed through), prefill_request_failed, prefill_read_failed, prefill_invalid_response, decode_request_failed, decode_invalid_response, decode_stream_failed, prefill_kv_transfer_failed, decode_kv_transfer_failed, moriio_handoff_invalid, prefill_worker_failed_to_start, decode_worker_failed_to_start, read_response_failed."},

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -26,6 +27,9 @@ type SharedOptions struct {
 	RedisCluster bool
 	// KeyPrefix starts every key and channel name ("" takes redis.DefaultPrefix, "smg:").
 	KeyPrefix string
+	// OpTimeout bounds every Redis call (0 takes redis.DefaultOpTimeout, 100 ms); tests on
+	// a loaded machine raise it.
+	OpTimeout time.Duration
 }
 
 type sharedIn struct {
@@ -46,6 +50,9 @@ type sharedOut struct {
 	// Tokens shares in-flight token load between instances: the Redis board with
 	// --redis-url, else an in-memory board (this instance alone).
 	Tokens ports.TokenBoard
+	// Budgets are the tenants' token budgets: Redis (shared, in memory while Redis is down)
+	// with --redis-url, else this instance's own.
+	Budgets ports.TenantBudgets
 }
 
 // Module provides ports.SlotCounter, ports.StickyStore, ports.FleetStore and ports.TokenBoard. Without --redis-url they are the
@@ -68,14 +75,14 @@ func newShared(in sharedIn) (sharedOut, error) {
 	memSlots := memory.NewSlots(memory.SlotsOptions{})
 	memSticky := memory.NewSticky(memory.StickyOptions{})
 	if in.Options.RedisURL == "" {
-		return sharedOut{Slots: memSlots, Sticky: memSticky, Tokens: memory.NewTokenBoard(nil)}, nil
+		return sharedOut{Slots: memSlots, Sticky: memSticky, Tokens: memory.NewTokenBoard(nil), Budgets: memory.NewTenantBudgets(nil)}, nil
 	}
 	redis.RouteLogs(log)
-	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, 0)
+	c, err := redis.NewClient(in.Options.RedisURL, in.Options.RedisCluster, in.Options.OpTimeout)
 	if err != nil {
 		return sharedOut{}, err
 	}
-	o := redis.Options{Logger: log, Prefix: in.Options.KeyPrefix}
+	o := redis.Options{Logger: log, Prefix: in.Options.KeyPrefix, OpTimeout: in.Options.OpTimeout}
 	var slots *redis.Slots
 	fleet := redis.NewFleet(c, o)
 	in.LC.Append(fx.Hook{
@@ -97,9 +104,10 @@ func newShared(in sharedIn) (sharedOut, error) {
 	slots = redis.NewSlots(context.Background(), c, o)
 	fo := FallbackOptions{Logger: log, OnFallback: in.Counter}
 	return sharedOut{
-		Slots:  NewFallbackSlots(slots, memSlots, fo),
-		Sticky: NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
-		Fleet:  fleet,
-		Tokens: redis.NewTokenBoard(c, o),
+		Slots:   NewFallbackSlots(slots, memSlots, fo),
+		Sticky:  NewFallbackSticky(redis.NewSticky(c, o), memSticky, fo),
+		Fleet:   fleet,
+		Tokens:  redis.NewTokenBoard(c, o),
+		Budgets: NewFallbackBudgets(redis.NewTenantBudgets(c, o), memory.NewTenantBudgets(nil), fo),
 	}, nil
 }

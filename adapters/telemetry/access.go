@@ -27,7 +27,7 @@ type ResponseObserver interface {
 // status, error_code (X-SMG-Error-Code), outcome (ok, client_error, server_error,
 // client_closed_request), duration_ms, ttft_ms (0 when no decode byte arrived), bytes,
 // request_id, trace_id, model, stream, attempts, prefill_worker and decode_worker (worker
-// ids, never addresses), and span_id and trace_sampled when the request has a span. Probes
+// ids, never addresses), tenant ("" for the anonymous tenant), and span_id and trace_sampled when the request has a span. Probes
 // and scrapes (/health, /liveness, /readiness, /metrics) are logged at debug only, so a
 // kubelet's probes do not flood INFO. A request whose client went away before its answer
 // ended (ports.RequestInfo.SetClientGone) is logged as the dispatcher's unwritten error:
@@ -93,6 +93,7 @@ func logAccess(log *slog.Logger, r *http.Request, s ports.RequestInfoSnapshot, r
 		slog.Int("attempts", s.Attempts),
 		slog.String("prefill_worker", s.PrefillID),
 		slog.String("decode_worker", s.DecodeID),
+		slog.String("tenant", s.Tenant),
 	}
 	if s.PDDecision != "" {
 		attrs = append(attrs, slog.String("pd_decision", s.PDDecision), slog.String("pd_decision_reason", s.PDReason))

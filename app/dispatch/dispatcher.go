@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/app/tenantbudget"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/handoff"
 	"github.com/smg-go/smg/domain/policy"
@@ -87,6 +88,10 @@ type Deps struct {
 	// GRPC serves attempts whose selected pair has a gRPC leg (and count_tokens on a gRPC
 	// prefill); nil: none (HTTP only).
 	GRPC GRPCPipeline
+	// Tenants authenticates (Guard, legHeaders); nil: --api-key alone.
+	Tenants ports.TenantResolver
+	// Budgets checks tenants' budgets at admission (chargeTenant); nil: none.
+	Budgets *tenantbudget.Budgets
 }
 
 // Dispatcher serves the PD data-plane routes.
@@ -104,6 +109,8 @@ type Dispatcher struct {
 	log       *slog.Logger
 	newUUID   func() string
 	grpc      GRPCPipeline
+	tenants   ports.TenantResolver
+	budgets   *tenantbudget.Budgets
 	// bodies bounds the request bodies held at once (--max-inflight-body-mb); nil: unbounded.
 	bodies *bodyBudget
 	// recomputes detects decodes that recomputed the prompt (non-streaming answers).
@@ -121,7 +128,7 @@ func New(d Deps) *Dispatcher {
 	if d.NewUUID == nil {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
+	return &Dispatcher{tenants: orAPIKey(d.Tenants, d.Config.APIKey), budgets: d.Budgets, cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
 		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, needsIDs: d.NeedsTokenIDs, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
 		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait)}
 }
@@ -202,6 +209,11 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		// X-Request-Id, so a forwarded `chatcmpl-…` came back as `chatcmpl-chatcmpl-…`.
 		ri := ports.RequestInfoFrom(r.Context())
 		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
+		w, settle, ok := d.chargeTenant(ctx, w, preq)
+		if !ok {
+			return
+		}
+		defer settle()
 
 		attempts := d.cfg.RetryMaxRetries
 		if d.cfg.DisableRetries || attempts < 1 {
@@ -447,12 +459,12 @@ func (d *Dispatcher) checkModel(m string) *errs.Error {
 	return errs.ModelNotFound(m)
 }
 
-// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key the
-// client's Authorization is the gateway's own credential and is not passed on: an engine
-// gets the worker's api_key instead, when it has one (httpengine).
+// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key or
+// tenants' keys the client's Authorization is the gateway's own credential, not passed on:
+// an engine gets the worker's api_key instead, when it has one (httpengine).
 func (d *Dispatcher) legHeaders(in http.Header) http.Header {
 	h := forwardHeaders(in, d.cfg.RequestIDHeaders)
-	if d.cfg.APIKey != "" {
+	if d.tenants.AuthRequired() {
 		h.Del("Authorization")
 	}
 	return h

@@ -1239,7 +1239,7 @@ export interface components {
                 "application/json": components["schemas"]["DataError"];
             };
         };
-        /** @description Unauthorized. --api-key is set and the request does not carry it as `Authorization: Bearer <key>`: invalid_api_key (with a WWW-Authenticate challenge). */
+        /** @description Unauthorized. --api-key or --tenants-file is set and the request does not carry the gateway's key or a tenant's as `Authorization: Bearer <key>` (or --tenant-header names no tenant of the file): invalid_api_key (with a WWW-Authenticate challenge). */
         Error401: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -1283,7 +1283,7 @@ export interface components {
                 "application/json": components["schemas"]["DataError"];
             };
         };
-        /** @description Too Many Requests. An engine rate-limited the request; its status is passed through. Honour Retry-After when present. */
+        /** @description Too Many Requests. tenant_rate_limited: the request's tenant (--tenants-file) is over one of its limits (requests_per_minute, prompt_tokens_per_minute, output_tokens_per_minute, max_concurrent_requests); the message names the limit and its value, Retry-After says when the budget has room. Or an engine rate-limited the request; its status is passed through. Honour Retry-After when present. */
         Error429: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];

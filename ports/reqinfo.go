@@ -33,6 +33,7 @@ type RequestInfo struct {
 	connMode  string
 	ttft      time.Duration
 	gone      bool
+	tenant    string
 }
 
 // RequestInfoSnapshot is a consistent copy of a RequestInfo's fields.
@@ -68,6 +69,8 @@ type RequestInfoSnapshot struct {
 	// ClientGone: the client went away before its answer ended (the dispatcher's 499
 	// client_closed_request, never written).
 	ClientGone bool
+	// Tenant is the request's tenant name (domain/tenant), "" without one.
+	Tenant string
 }
 
 type requestInfoKey struct{}
@@ -159,6 +162,16 @@ func (ri *RequestInfo) SetConnMode(mode string) {
 	ri.mu.Unlock()
 }
 
+// SetTenant records the request's tenant name, for the access line.
+func (ri *RequestInfo) SetTenant(name string) {
+	if ri == nil {
+		return
+	}
+	ri.mu.Lock()
+	ri.tenant = name
+	ri.mu.Unlock()
+}
+
 // SetClientGone records that the client went away before its answer ended.
 func (ri *RequestInfo) SetClientGone() {
 	if ri == nil {
@@ -201,5 +214,6 @@ func (ri *RequestInfo) Snapshot() RequestInfoSnapshot {
 	return RequestInfoSnapshot{Route: ri.route, RequestID: ri.requestID, TraceID: ri.traceID,
 		SpanID: ri.spanID, TraceSampled: ri.sampled, Model: ri.model,
 		Endpoint: ri.endpoint, Stream: ri.stream, Attempts: ri.attempts, PrefillID: ri.prefillID,
-		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone}
+		DecodeID: ri.decodeID, Runtime: ri.runtime, ConnMode: ri.connMode, TTFT: ri.ttft, ClientGone: ri.gone,
+		Tenant: ri.tenant}
 }

@@ -27,7 +27,8 @@ type ResponseObserver interface {
 // status, error_code (X-SMG-Error-Code), outcome (ok, client_error, server_error,
 // client_closed_request), duration_ms, ttft_ms (0 when no decode byte arrived), bytes,
 // request_id, trace_id, model, stream, attempts, prefill_worker and decode_worker (worker
-// ids, never addresses), and span_id and trace_sampled when the request has a span. Probes
+// ids, never addresses), span_id and trace_sampled when the request has a span, and tenant
+// when one was recorded (ports.RequestInfo.SetTenant). Probes
 // and scrapes (/health, /liveness, /readiness, /metrics) are logged at debug only, so a
 // kubelet's probes do not flood INFO. A request whose client went away before its answer
 // ended (ports.RequestInfo.SetClientGone) is logged as the dispatcher's unwritten error:
@@ -96,6 +97,9 @@ func logAccess(log *slog.Logger, r *http.Request, s ports.RequestInfoSnapshot, r
 	}
 	if s.SpanID != "" {
 		attrs = append(attrs, slog.String("span_id", s.SpanID), slog.Bool("trace_sampled", s.TraceSampled))
+	}
+	if s.Tenant != "" {
+		attrs = append(attrs, slog.String("tenant", s.Tenant))
 	}
 	log.LogAttrs(context.Background(), level, "request", attrs...)
 }

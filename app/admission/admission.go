@@ -121,10 +121,14 @@ func (a *Admitter) Admit(ctx context.Context, decode *worker.Live, n int) (relea
 		return noop, nil
 	}
 	n = max(n, 1)
+	t, hasTenant := tenant.FromContext(ctx)
+	if hasTenant {
+		ports.RequestInfoFrom(ctx).SetTenant(t.Name) // the access line names it
+	}
 	if a.queues != nil && n <= window {
 		// A tenant's dispatch goes through the flow-control queue; so does any dispatch
 		// while the worker's queue holds requests, so that none jumps it.
-		if t, ok := tenant.FromContext(ctx); ok {
+		if hasTenant {
 			return a.admitQueued(ctx, decode, n, window, t, a.o.QueueWait)
 		}
 		if a.o.Budget > 0 && a.queues.busy(decode.URL) {

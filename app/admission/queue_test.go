@@ -14,6 +14,7 @@ import (
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/tenant"
 	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
 )
 
 // queueMetrics records the per-tenant queue series.
@@ -245,4 +246,15 @@ func TestDispatchWithoutATenantQueuesOnlyBehindOthers(t *testing.T) {
 	h.enqueue(as(ctx, "chat", 10), "chat")
 	assert.Equal(t, 1, h.metrics.get(func(m *queueMetrics) int { return m.enqueued[""] }))
 	assert.Equal(t, []string{"chat", "batch1", "anon1"}, h.drain())
+}
+
+// Admit records the dispatch's tenant for the access line, queued or not.
+func TestAdmitRecordsTheTenant(t *testing.T) {
+	t.Parallel()
+	a := admission.New(newSlots(time.Minute), admission.Options{Logger: quiet, QueueSize: 4, QueueWait: time.Second})
+	ri := &ports.RequestInfo{}
+	release, err := a.Admit(as(ports.WithRequestInfo(guard(t), ri), "chat", 3), window("2"), 1)
+	require.NoError(t, err)
+	release()
+	assert.Equal(t, "chat", ri.Snapshot().Tenant)
 }

@@ -38,7 +38,7 @@ type WorkerInfo struct {
 	IsHealthy      bool                 `json:"is_healthy" doc:"status == ready."`
 	Status         string               `json:"status" enum:"pending,ready,not_ready,failed,draining" doc:"Lifecycle status; only ready is routable."`
 	Load           int64                `json:"load" doc:"Requests the gateway has in flight on this worker."`
-	Queued         int64                `json:"queued" doc:"Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own)."`
+	Queued         int64                `json:"queued,omitempty" doc:"Absent when 0. Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own)."`
 	PDPairing      string               `json:"pd_pairing" doc:"Prefill/decode pairing key (seed 'Prefill/Decode Pairing'); 'unknown' until pairing is computed."`
 }
 

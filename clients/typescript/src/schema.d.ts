@@ -1136,9 +1136,9 @@ export interface components {
             priority: number;
             /**
              * Format: int64
-             * @description Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own).
+             * @description Absent when 0. Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own).
              */
-            queued: number;
+            queued?: number;
             /**
              * @description Engine, as registered or detected.
              * @enum {string}

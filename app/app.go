@@ -106,6 +106,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		pipeline.Module(),      // gRPC PD attempts, handed over by dispatch
 		pipeline.LoadsModule(), // smg_engine_pd_* from the gRPC workers' load reports
 		kvroute.Module(),       // --kv-events-routing: gRPC workers' KV events for cache_aware
+		tenantsModule(),        // --tenants-file, --tenant-header: who each request is for
 		dispatch.Module(),
 		resilienceModule(),
 		observabilityModule(),

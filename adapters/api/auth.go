@@ -9,6 +9,7 @@ import (
 	"github.com/smg-go/smg/adapters/httpauth"
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/ports"
 )
 
 // Security scheme names of the OpenAPI document (components.securitySchemes).
@@ -28,6 +29,9 @@ type AuthOptions struct {
 	// APIKey (--api-key) is required the same way on GET /v1/models. /health, /liveness,
 	// /readiness and the OpenAPI document stay open.
 	APIKey string
+	// DataAuth, when set, checks the data-plane routes instead of APIKey: it also lets a
+	// tenant's key through (--tenants-file; ports.TenantResolver).
+	DataAuth ports.TenantResolver
 }
 
 // declareSecurity adds the two bearer schemes to the document (whether or not a key is
@@ -62,11 +66,19 @@ func requireKey(h huma.API, key httpauth.Key, what string) func(huma.Context, fu
 }
 
 // requireDataKey is requireKey for a data-plane route (/v1/models): without the --api-key
-// Bearer token the answer is the data plane's own 401 (errs.Body, code invalid_api_key,
-// X-SMG-Error-Code), as on the inference routes.
-func requireDataKey(key httpauth.Key) func(huma.Context, func(huma.Context)) {
+// Bearer token (or a tenant's key, with a DataAuth) the answer is the data plane's own 401
+// (errs.Body, code invalid_api_key, X-SMG-Error-Code), as on the inference routes.
+func requireDataKey(a AuthOptions) func(huma.Context, func(huma.Context)) {
+	key := httpauth.NewKey(a.APIKey)
 	return func(ctx huma.Context, next func(huma.Context)) {
-		if key.Allows(ctx.Header("Authorization")) {
+		if a.DataAuth != nil {
+			h := http.Header{}
+			h.Set("Authorization", ctx.Header("Authorization"))
+			if _, _, err := a.DataAuth.Resolve(h); err == nil {
+				next(ctx)
+				return
+			}
+		} else if key.Allows(ctx.Header("Authorization")) {
 			next(ctx)
 			return
 		}

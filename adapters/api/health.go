@@ -8,7 +8,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/smg-go/smg/adapters/httpauth"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -116,7 +115,7 @@ func registerHealth(h huma.API, d Deps) {
 	dataErr := schemas.Schema(reflect.TypeFor[DataError](), true, "DataError")
 	huma.Register(h, huma.Operation{
 		OperationID: "list-models", Method: http.MethodGet, Path: "/v1/models",
-		Middlewares: huma.Middlewares{requireDataKey(httpauth.NewKey(d.Auth.APIKey))},
+		Middlewares: huma.Middlewares{requireDataKey(d.Auth)},
 		Security:    security(SchemeData),
 		Summary:     "List models",
 		Description: "The model ids of every registered worker (prefill and decode alike), de-duplicated, in registration order. 503 text/plain 'No models available' when no worker names a model.",

@@ -77,7 +77,7 @@ type Options struct {
 // the optional ports.DrainState.
 func Module() fx.Option {
 	return fx.Module("api", fx.Invoke(func(p params) {
-		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey}
+		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey, DataAuth: p.Tenants}
 		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Auth: auth, Drain: p.Drain,
 			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation,
 			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers})
@@ -100,4 +100,6 @@ type params struct {
 	Options  Options
 	Drain    ports.DrainState `optional:"true"`
 	Log      *slog.Logger     `optional:"true"`
+	// Tenants checks the data-plane key of GET /v1/models (tenants' keys pass too).
+	Tenants ports.TenantResolver `optional:"true"`
 }

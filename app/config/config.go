@@ -219,6 +219,12 @@ type Config struct {
 	AdminAPIKey     string // --admin-api-key / SMG_ADMIN_API_KEY: Bearer key of the worker-management routes; "" = open
 	AdminAPIKeyFile string // --admin-api-key-file: file holding the admin key (LoadSecrets reads it)
 	APIKey          string // --api-key / SMG_API_KEY: Bearer key of the data-plane routes; "" = open
+	// TenantsFile is --tenants-file: a YAML list of tenants (name, priority, api_keys or
+	// api_key_sha256, limits), re-read when it changes; "" = no tenants.
+	TenantsFile string
+	// TenantHeader is --tenant-header: a trusted request header (set by an authenticating
+	// proxy) naming the request's tenant; "" = none.
+	TenantHeader string
 
 	// Worker registration limits.
 	WorkerAllowedHosts []string // --worker-allowed-hosts: host names or CIDRs workers may live on; empty = any (link-local and cloud metadata refused unless listed)

@@ -58,6 +58,10 @@ func (c Config) validateEdge() error {
 			return bad(k.flag, "must not contain spaces or control characters (it is sent as `Authorization: Bearer <key>`)")
 		}
 	}
+	if h := c.TenantHeader; h != "" && (strings.TrimSpace(h) != h || strings.ContainsAny(h, " \t:") ||
+		strings.EqualFold(h, "Authorization")) {
+		return bad("--tenant-header", "%q is not a header name the gateway can trust for tenants", h)
+	}
 	for _, h := range c.WorkerAllowedHosts {
 		if err := checkHostPattern(h); err != nil {
 			return bad("--worker-allowed-hosts", "%s", err)

@@ -87,6 +87,9 @@ type Deps struct {
 	// GRPC serves attempts whose selected pair has a gRPC leg (and count_tokens on a gRPC
 	// prefill); nil: none (HTTP only).
 	GRPC GRPCPipeline
+	// Tenants authenticates requests (Guard) and tells legHeaders whether the client's
+	// Authorization is the gateway's own credential; nil: --api-key alone.
+	Tenants ports.TenantResolver
 }
 
 // Dispatcher serves the PD data-plane routes.
@@ -104,6 +107,7 @@ type Dispatcher struct {
 	log       *slog.Logger
 	newUUID   func() string
 	grpc      GRPCPipeline
+	tenants   ports.TenantResolver
 	// bodies bounds the request bodies held at once (--max-inflight-body-mb); nil: unbounded.
 	bodies *bodyBudget
 	// recomputes detects decodes that recomputed the prompt (non-streaming answers).
@@ -121,7 +125,10 @@ func New(d Deps) *Dispatcher {
 	if d.NewUUID == nil {
 		d.NewUUID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	return &Dispatcher{cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
+	if d.Tenants == nil {
+		d.Tenants = apiKeyOnly(d.Config.APIKey)
+	}
+	return &Dispatcher{tenants: d.Tenants, cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
 		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, needsIDs: d.NeedsTokenIDs, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
 		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait)}
 }
@@ -444,12 +451,12 @@ func (d *Dispatcher) checkModel(m string) *errs.Error {
 	return errs.ModelNotFound(m)
 }
 
-// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key the
-// client's Authorization is the gateway's own credential and is not passed on: an engine
-// gets the worker's api_key instead, when it has one (httpengine).
+// legHeaders are the client headers both legs carry (forwardHeaders). With --api-key (or
+// tenants' keys) the client's Authorization is the gateway's own credential and is not
+// passed on: an engine gets the worker's api_key instead, when it has one (httpengine).
 func (d *Dispatcher) legHeaders(in http.Header) http.Header {
 	h := forwardHeaders(in, d.cfg.RequestIDHeaders)
-	if d.cfg.APIKey != "" {
+	if d.tenants.AuthRequired() {
 		h.Del("Authorization")
 	}
 	return h

@@ -6,29 +6,32 @@ import (
 
 	"github.com/smg-go/smg/adapters/httpauth"
 	"github.com/smg-go/smg/domain/errs"
+	"github.com/smg-go/smg/domain/tenant"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/ports"
 )
 
 // Guard wraps every data-plane route with the checks that come before any work:
-//   - --api-key: without `Authorization: Bearer <key>` the answer is 401 invalid_api_key
-//     (with a WWW-Authenticate challenge; OpenAI clients send their key this way);
+//   - authentication and the tenant (auth, ports.TenantResolver: --api-key, --tenants-file,
+//     --tenant-header): a request it refuses is answered 401 invalid_api_key (with a
+//     WWW-Authenticate challenge; OpenAI clients send their key as `Authorization: Bearer
+//     <key>`); a named tenant is put on the request's context (tenant.WithTenant), where
+//     the HTTP dispatch and the gRPC pipeline (which runs on that context) read it;
 //   - every configured request-id header (--request-id-headers) present must hold a valid
 //     id (wire.ValidRequestID: at most wire.MaxRequestIDLen bytes of letters, digits and the
 //     marks "-_.:/+=@"), else 400 invalid_request_id, so a hostile id never reaches an
 //     engine or a log line.
 //
 // Both answer in the seed's error shape with X-SMG-Error-Code (WriteError).
-func Guard(routes []ports.Route, apiKey string, requestIDHeaders []string) []ports.Route {
-	key := httpauth.NewKey(apiKey)
+func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []string) []ports.Route {
 	out := make([]ports.Route, len(routes))
 	for i, r := range routes {
 		next := r.Handler
 		out[i] = ports.Route{Pattern: r.Pattern, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if !key.Allows(req.Header.Get("Authorization")) {
+			t, named, aerr := auth.Resolve(req.Header)
+			if aerr != nil {
 				w.Header().Set("WWW-Authenticate", httpauth.Challenge)
-				WriteError(w, errs.New(http.StatusUnauthorized, wire.CodeInvalidAPIKey,
-					"Missing or invalid API key: send the gateway's --api-key as 'Authorization: Bearer <key>'"))
+				WriteError(w, aerr)
 				return
 			}
 			for _, h := range requestIDHeaders {
@@ -40,6 +43,9 @@ func Guard(routes []ports.Route, apiKey string, requestIDHeaders []string) []por
 						return
 					}
 				}
+			}
+			if named {
+				req = req.WithContext(tenant.WithTenant(req.Context(), t))
 			}
 			next.ServeHTTP(w, req)
 		})}

@@ -55,6 +55,9 @@ type moduleIn struct {
 	Watchdog  *watchdog.Watchdog   `optional:"true"`
 	// KV is the KV-event view (app/kvroute), nil when --kv-events-routing is off.
 	KV policy.KVPrefixes `optional:"true"`
+	// Tenants authenticates requests and names their tenant (app: --tenants-file); nil:
+	// --api-key alone.
+	Tenants ports.TenantResolver `optional:"true"`
 }
 
 type moduleOut struct {
@@ -108,7 +111,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 	traced := in.Watchdog.WrapEngine(telemetry.TraceLegs(engine, in.Tracer))
 	d := New(Deps{Config: in.Config, Store: in.Store, Selector: sel, Engine: traced, Metrics: in.Metrics,
 		Admission: in.Admission, Retries: in.Retries, Outcomes: in.Outcomes, GRPC: in.GRPC, NeedsText: pp.NeedsText() || dp.NeedsText(),
-		NeedsTokenIDs: needsTokenIDs(in.KV, pp, dp), Logger: log})
+		NeedsTokenIDs: needsTokenIDs(in.KV, pp, dp), Logger: log, Tenants: in.Tenants})
 
 	stop := make(chan struct{})
 	in.LC.Append(fx.Hook{
@@ -122,7 +125,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 			return nil
 		},
 	})
-	return moduleOut{Dispatcher: d, Selector: sel, Routes: Guard(d.Routes(), in.Config.APIKey, in.Config.RequestIDHeaders)}, nil
+	return moduleOut{Dispatcher: d, Selector: sel, Routes: Guard(d.Routes(), d.tenants, in.Config.RequestIDHeaders)}, nil
 }
 
 // needsTokenIDs is Deps.NeedsTokenIDs: with a KV-event view and cache_aware on a leg, true

@@ -57,6 +57,7 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("admin-api-key-file")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "require `Authorization: Bearer <key>` on the data-plane routes (health, readiness, liveness and metrics stay open)")
 	add("api-key")
+	tenantFlags(fs, cfg, add)
 	fs.StringArrayVar(&cfg.RequestIDHeaders, "request-id-headers", cfg.RequestIDHeaders, "request `header` a client request id is read from (first present wins); the only request-id headers forwarded to workers; repeat for more")
 	add("request-id-headers")
 

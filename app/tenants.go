@@ -1,0 +1,32 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/adapters/tenants"
+	"github.com/smg-go/smg/app/config"
+	"github.com/smg-go/smg/ports"
+)
+
+// tenantsModule provides the data plane's tenant resolver (--api-key, --tenants-file,
+// --tenant-header) and polls the tenants file while the app runs. A bad file fails the
+// start with its line; a bad reload keeps the tenants in force.
+func tenantsModule() fx.Option {
+	return fx.Module("tenants", fx.Provide(
+		func(lc fx.Lifecycle, c config.Config, log *slog.Logger) (*tenants.Resolver, error) {
+			r, err := tenants.New(tenants.Options{File: c.TenantsFile, Header: c.TenantHeader, APIKey: c.APIKey, Logger: log})
+			if err != nil {
+				return nil, err
+			}
+			lc.Append(fx.Hook{
+				OnStart: func(context.Context) error { r.Start(); return nil },
+				OnStop:  func(context.Context) error { r.Close(); return nil },
+			})
+			return r, nil
+		},
+		func(r *tenants.Resolver) ports.TenantResolver { return r },
+	))
+}

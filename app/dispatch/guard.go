@@ -46,6 +46,7 @@ func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []s
 			}
 			if named {
 				req = req.WithContext(tenant.WithTenant(req.Context(), t))
+				ports.RequestInfoFrom(req.Context()).SetTenant(t.Name) // the access line names it
 			}
 			next.ServeHTTP(w, req)
 		})}

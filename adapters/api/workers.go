@@ -38,6 +38,7 @@ type WorkerInfo struct {
 	IsHealthy      bool                 `json:"is_healthy" doc:"status == ready."`
 	Status         string               `json:"status" enum:"pending,ready,not_ready,failed,draining" doc:"Lifecycle status; only ready is routable."`
 	Load           int64                `json:"load" doc:"Requests the gateway has in flight on this worker."`
+	Queued         int64                `json:"queued,omitempty" doc:"Absent when 0. Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own)."`
 	PDPairing      string               `json:"pd_pairing" doc:"Prefill/decode pairing key (seed 'Prefill/Decode Pairing'); 'unknown' until pairing is computed."`
 }
 
@@ -217,7 +218,7 @@ func info(r *registry.Service, l *worker.Live) WorkerInfo {
 		ID: l.ID, URL: l.DisplayURL(), WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
 		RuntimeType: string(l.Runtime), BootstrapPort: l.BootstrapPort, KVConnector: l.KVConnector,
 		KVRole: l.KVRole, KVEngineID: l.EngineID(), Priority: l.Priority, Cost: l.Cost,
-		Status: string(l.Status()), Load: l.Load(), PDPairing: r.PairingKey(l.Worker),
+		Status: string(l.Status()), Load: l.Load(), Queued: l.Queued(), PDPairing: r.PairingKey(l.Worker),
 	}
 	wi.IsHealthy = wi.Status == string(worker.StatusReady)
 	if l.DPRank != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // Module provides the registry (*prometheus.Registry, with Go and process collectors),
-// *Metrics, ports.PDMetrics and ports.HealthMetrics, and serves GET /metrics: on its own
+// *Metrics, ports.PDMetrics, ports.HealthMetrics and ports.FlowQueueMetrics, and serves GET /metrics: on its own
 // listener at --prometheus-host:--prometheus-port (start fails when that port is taken), or,
 // with --prometheus-port 0, as a ports.Route in the fx group "routes" on the main mux.
 // When a ports.WorkerStore is in the graph, per-worker series follow registrations.
@@ -30,6 +30,8 @@ func Module() fx.Option {
 			New,
 			func(m *Metrics) ports.PDMetrics { return m },
 			func(m *Metrics) ports.HealthMetrics { return m },
+			NewFlowQueueMetrics,
+			func(m *FlowQueueMetrics) ports.FlowQueueMetrics { return m },
 			func(reg *prometheus.Registry) (policy.Observer, error) { return NewPolicyObserver(reg) },
 			mainPortRoutes,
 		),

@@ -118,3 +118,26 @@ func TestRequestIDBehindTheAccessLog(t *testing.T) {
 		assert.Equal(t, id, rec["request_id"])
 	}
 }
+
+// The access line names the tenant an inner layer recorded, and has no tenant field for a
+// request without one.
+func TestAccessLineNamesTheTenant(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"", "interactive"} {
+		var buf bytes.Buffer
+		h := telemetry.AccessLog(slog.New(slog.NewJSONHandler(&buf, nil)))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if name != "" {
+				ports.RequestInfoFrom(r.Context()).SetTenant(name)
+			}
+			w.WriteHeader(http.StatusOK)
+		}))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil))
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &rec))
+		if name == "" {
+			assert.NotContains(t, rec, "tenant")
+		} else {
+			assert.Equal(t, name, rec["tenant"])
+		}
+	}
+}

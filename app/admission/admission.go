@@ -15,6 +15,7 @@ import (
 
 	"github.com/smg-go/smg/app/config"
 	domain "github.com/smg-go/smg/domain/admission"
+	"github.com/smg-go/smg/domain/tenant"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
@@ -35,13 +36,22 @@ type Options struct {
 	Now func() time.Time
 	// ReleaseTimeout bounds the release at the end of the leg (default 1 s).
 	ReleaseTimeout time.Duration
+	// QueueSize bounds the flow-control queue of each decode worker on this replica
+	// (--flow-queue-size); 0 disables the queue: every dispatch waits as Budget says.
+	QueueSize int
+	// QueueWait is the deadline of a tenant's queued dispatch (--flow-queue-wait-secs);
+	// 0 sheds at once when the window is full.
+	QueueWait time.Duration
+	// QueueMetrics receives the per-tenant queue series; nil: not recorded.
+	QueueMetrics ports.FlowQueueMetrics
 }
 
 // Admitter gates PD dispatches on their decode worker's admission window. Safe for
 // concurrent use; one per gateway.
 type Admitter struct {
-	slots ports.SlotCounter
-	o     Options
+	slots  ports.SlotCounter
+	o      Options
+	queues *queues // nil without a queue
 }
 
 // New returns an Admitter counting slots in slots.
@@ -58,20 +68,27 @@ func New(slots ports.SlotCounter, o Options) *Admitter {
 	if o.ReleaseTimeout <= 0 {
 		o.ReleaseTimeout = DefaultReleaseTimeout
 	}
-	return &Admitter{slots: slots, o: o}
+	a := &Admitter{slots: slots, o: o}
+	if o.QueueSize > 0 {
+		a.queues = &queues{m: map[string]*workerQueue{}}
+	}
+	return a
 }
 
-// Module provides *Admitter from config.Config (PDAdmissionWait), ports.SlotCounter and,
-// when present, ports.PDMetrics and *slog.Logger.
+// Module provides *Admitter from config.Config (PDAdmissionWait, FlowQueueSize,
+// FlowQueueWait), ports.SlotCounter and, when present, ports.PDMetrics,
+// ports.FlowQueueMetrics and *slog.Logger.
 func Module() fx.Option {
 	return fx.Module("admission", fx.Provide(func(in struct {
 		fx.In
 		Config  config.Config
 		Slots   ports.SlotCounter
-		Metrics ports.PDMetrics `optional:"true"`
-		Log     *slog.Logger    `optional:"true"`
+		Metrics ports.PDMetrics        `optional:"true"`
+		Queue   ports.FlowQueueMetrics `optional:"true"`
+		Log     *slog.Logger           `optional:"true"`
 	}) *Admitter {
-		return New(in.Slots, Options{Budget: in.Config.PDAdmissionWait, Metrics: in.Metrics, Logger: in.Log})
+		return New(in.Slots, Options{Budget: in.Config.PDAdmissionWait, Metrics: in.Metrics, Logger: in.Log,
+			QueueSize: in.Config.FlowQueueSize, QueueWait: in.Config.FlowQueueWait, QueueMetrics: in.Queue})
 	}))
 }
 
@@ -80,7 +97,12 @@ func noop() {}
 // Admit claims n slots (one per backend request; n < 1 counts as 1) on the decode worker
 // before a dispatch. Workers without a window (domain/admission.WindowOf) are not gated.
 // A full window waits, woken by releases (SlotCounter.Wait, not polling), up to the
-// budget, then sheds.
+// budget, then sheds. With a queue (QueueSize > 0), a dispatch whose context carries a
+// tenant (domain/tenant), or any dispatch while the worker's queue is not empty, waits in
+// the flow-control queue instead (queue.go): by priority, then deficit round robin between
+// tenants, up to QueueWait (Budget for a dispatch without a tenant), and may be evicted by a
+// higher priority; both shed with the same 503. Without a tenant and with the queue empty,
+// the wait is exactly the seed's --pd-admission-wait-secs.
 //
 // It returns a release func to call exactly when the decode leg ends, whatever the
 // outcome (success, error, client disconnect); it is idempotent and never blocks for long
@@ -99,6 +121,20 @@ func (a *Admitter) Admit(ctx context.Context, decode *worker.Live, n int) (relea
 		return noop, nil
 	}
 	n = max(n, 1)
+	t, hasTenant := tenant.FromContext(ctx)
+	if hasTenant {
+		ports.RequestInfoFrom(ctx).SetTenant(t.Name) // the access line names it
+	}
+	if a.queues != nil && n <= window {
+		// A tenant's dispatch goes through the flow-control queue; so does any dispatch
+		// while the worker's queue holds requests, so that none jumps it.
+		if hasTenant {
+			return a.admitQueued(ctx, decode, n, window, t, a.o.QueueWait)
+		}
+		if a.o.Budget > 0 && a.queues.busy(decode.URL) {
+			return a.admitQueued(ctx, decode, n, window, tenant.Tenant{}, a.o.Budget)
+		}
+	}
 	url := decode.URL
 	start := a.o.Now()
 	waited := false

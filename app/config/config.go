@@ -88,7 +88,12 @@ type Config struct {
 
 	// Admission (seed "Decode Admission Window")
 	PDAdmissionWait time.Duration // --pd-admission-wait-secs, 30s
-	RedisURL        string        // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
+	// FlowQueueSize (--flow-queue-size, 256): tenants' requests queued per decode worker on
+	// one replica when its window is full; 0: no queue.
+	FlowQueueSize int
+	// FlowQueueWait (--flow-queue-wait-secs, 30s): deadline of a queued tenant request.
+	FlowQueueWait time.Duration
+	RedisURL      string // --redis-url / SMG_REDIS_URL; "" = in-memory shared state
 	// RedisCluster (--redis-cluster) reads RedisURL as Redis Cluster seed nodes
 	// ("redis://h1:p1,h2:p2" or "redis://h1:p1?addr=h2:p2"); several seeds imply it.
 	RedisCluster bool
@@ -286,6 +291,8 @@ func Default() Config {
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
 		RedisKeyPrefix:             "smg:",
 		PDAdmissionWait:            30 * time.Second,
+		FlowQueueSize:              256,
+		FlowQueueWait:              30 * time.Second,
 		MMProcessing:               MMProcessingGateway,
 		EngineMaxMessageMB:         4,
 		MediaMaxConcurrency:        4,

@@ -227,6 +227,12 @@ func (c Config) validatePolicies() error {
 	if c.PDAdmissionWait < 0 {
 		return bad("--pd-admission-wait-secs", "must be 0 or more seconds (got %s)", secs(c.PDAdmissionWait))
 	}
+	if c.FlowQueueSize < 0 {
+		return bad("--flow-queue-size", "must be 0 (no queue) or more requests (got %d)", c.FlowQueueSize)
+	}
+	if c.FlowQueueWait < 0 {
+		return bad("--flow-queue-wait-secs", "must be 0 or more seconds (got %s)", secs(c.FlowQueueWait))
+	}
 	if c.MMProcessing != MMProcessingGateway && c.MMProcessing != MMProcessingWorker {
 		return bad("--mm-processing", "unknown mode %q (expected gateway or worker)", c.MMProcessing)
 	}

@@ -52,6 +52,7 @@ func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []s
 				ports.RequestInfoFrom(req.Context()).SetTenant(t.Name)
 				trace.SpanFromContext(req.Context()).SetAttributes(attribute.String("smg.tenant", t.Name))
 				req = req.WithContext(tenant.WithTenant(req.Context(), t))
+				ports.RequestInfoFrom(req.Context()).SetTenant(t.Name) // the access line names it
 			}
 			next.ServeHTTP(w, req)
 		})}

@@ -19,6 +19,8 @@ func newFleet() *cobra.Command {
 		selectivePD                   string
 		jsonPath, plotPath, from      string
 		rebuild                       bool
+		tc                            = fleetbench.TenantsConfig{DecodeWindow: 8, InteractiveRate: 2, InteractiveRequests: 60,
+			InteractiveMaxTokens: 8, QueueWait: 30 * time.Second}
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet",
@@ -35,6 +37,11 @@ role), errors and recomputes. --json writes the report, --plot an SVG of the TTF
 --from re-reads a report (table and plot) without running anything.
 Workloads: shared-prefix, multi-turn, agentic, unique, mixed (or all); --seed fixes them.
 --selective-pd 0,256 runs each cell once per threshold (0 = always PD) in the same run.
+--workload two-tenants (alone) is the priority benchmark: a batch tenant (--rate, --requests,
+--max-tokens) saturating decode admission windows of --decode-window, and an interactive
+tenant (--interactive-rate, --interactive-requests, --interactive-max-tokens), keys from a
+generated --tenants-file; modes unloaded, no-queue, equal-priority and priorities, each on a
+fresh fleet; the first --policy routes.
 See docs/fleet-bench.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +67,9 @@ See docs/fleet-bench.md.`,
 			if c.SelectivePD, err = fleetbench.ParseSelectivePD(selectivePD); err != nil {
 				return err
 			}
-			if c.Workloads, err = fleetbench.ParseWorkloads(workloads); err != nil {
+			if workloads == fleetbench.TwoTenants {
+				c.Workloads = nil
+			} else if c.Workloads, err = fleetbench.ParseWorkloads(workloads); err != nil {
 				return err
 			}
 			if c.Transport == fleetbench.TransportGRPC && c.TokenizerPath == "" {
@@ -76,6 +85,13 @@ See docs/fleet-bench.md.`,
 			fmt.Fprintf(out, "smg-bench fleet: %s; %dP+%dD %s over %s; %g req/s, %d requests or %s per cell; seed %d\n",
 				fleetbench.Machine(), c.Prefills, c.Decodes, c.Engine, c.Transport, c.Rate, c.Requests, c.Duration, c.Seed)
 			start := time.Now()
+			if workloads == fleetbench.TwoTenants {
+				tc.Base = c
+				cells, runErr := fleetbench.RunTenants(cmd.Context(), tc)
+				fleetbench.WriteTenantsTable(out, cells)
+				fmt.Fprintf(out, "fleet took %s\n", time.Since(start).Round(time.Second))
+				return runErr
+			}
 			rep, runErr := fleetbench.Run(cmd.Context(), c)
 			fleetbench.WriteTable(out, rep.Cells)
 			fleetbench.WriteSizeSplit(out, rep.Cells)
@@ -103,7 +119,7 @@ See docs/fleet-bench.md.`,
 	f.StringVar(&policies, "policy", "cache_aware,round_robin", "comma list of gateway policies (see `smg launch --help`), or all")
 	f.StringVar(&replicas, "replicas", "1,4", "comma list of gateway replica counts")
 	f.StringVar(&selectivePD, "selective-pd", "", "comma list of --selective-pd-uncached-tokens values, one cell each, decodes registered kv_both (e.g. 0,256; empty: plain cells)")
-	f.StringVar(&workloads, "workload", fleetbench.SharedPrefix, "comma list of shared-prefix, multi-turn, agentic, unique, mixed, or all")
+	f.StringVar(&workloads, "workload", fleetbench.SharedPrefix, "comma list of shared-prefix, multi-turn, agentic, unique, mixed, or all; or two-tenants alone")
 	f.Float64Var(&c.Rate, "rate", c.Rate, "Poisson arrival rate, requests per second")
 	f.IntVar(&c.Requests, "requests", c.Requests, "requests per cell (at most)")
 	f.DurationVar(&c.Duration, "duration", c.Duration, "no request of a cell is sent after this")
@@ -123,6 +139,11 @@ See docs/fleet-bench.md.`,
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra `smg launch` flag for every gateway (repeatable)")
 	f.StringArrayVar(&c.PrefillArgs, "prefill-arg", nil, "extra smg-sim flag for every prefill (repeatable)")
 	f.StringArrayVar(&c.DecodeArgs, "decode-arg", nil, "extra smg-sim flag for every decode (repeatable)")
+	f.IntVar(&tc.DecodeWindow, "decode-window", tc.DecodeWindow, "two-tenants: each decode's max_running_requests label (its admission window)")
+	f.Float64Var(&tc.InteractiveRate, "interactive-rate", tc.InteractiveRate, "two-tenants: the interactive tenant's Poisson rate, requests per second")
+	f.IntVar(&tc.InteractiveRequests, "interactive-requests", tc.InteractiveRequests, "two-tenants: the interactive tenant's requests (at most)")
+	f.IntVar(&tc.InteractiveMaxTokens, "interactive-max-tokens", tc.InteractiveMaxTokens, "two-tenants: the interactive tenant's output tokens per request")
+	f.DurationVar(&tc.QueueWait, "queue-wait", tc.QueueWait, "two-tenants: --flow-queue-wait-secs (and --pd-admission-wait-secs) of the gateways")
 	f.StringVar(&from, "from", "", "run nothing: print the table of this --json report and draw its --plot")
 	f.StringVar(&jsonPath, "json", "bin/fleet-bench.json", "write the report as JSON here (empty: no file)")
 	f.StringVar(&plotPath, "plot", "bin/fleet-bench.svg", "write the TTFT CDF plot here: SVG, or PNG for a .png name (empty: no file)")

@@ -29,6 +29,7 @@ type Live struct {
 	promptTok atomic.Int64           // prompt tokens of the legs in flight (tokens.go)
 	decodeTok atomic.Int64           // expected decode tokens of the legs in flight
 	remoteTok atomic.Int64           // other gateway instances' token load, as last shared
+	queued    atomic.Int64           // requests this replica queues for its decode window (queued.go)
 }
 
 // SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or

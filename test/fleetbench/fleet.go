@@ -42,6 +42,9 @@ type FleetSpec struct {
 	GatewayArgs, PrefillArgs, DecodeArgs []string
 	// StartTimeout bounds each process's start and the workers becoming ready (default 30 s).
 	StartTimeout time.Duration
+	// DecodeWindow, when > 0, registers each decode with the max_running_requests label, so
+	// the gateway's decode admission window (and its flow-control queue) gates it.
+	DecodeWindow int
 }
 
 // Fleet is a running cell fleet; Close stops it (gateways, then simulators, then Redis).
@@ -125,7 +128,7 @@ func StartFleet(ctx context.Context, s FleetSpec) (*Fleet, error) {
 		}
 		f.Decodes = append(f.Decodes, d)
 	}
-	workersFile, err := f.writeWorkersFile(s.Engine, s.Transport, s.DecodeKVRole)
+	workersFile, err := f.writeWorkersFile(s.Engine, s.Transport, s.DecodeKVRole, s.DecodeWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -192,14 +195,15 @@ func startSim(bin string, s FleetSpec, role string, i int, extra []string) (*Sim
 // POST /workers bodies with worker_type, and kv_connector NixlConnector (HTTP vLLM; a gRPC
 // vLLM servicer reports its own) or the prefill's bootstrap_port (SGLang); runtime_type for
 // gRPC workers.
-func (f *Fleet) writeWorkersFile(engine, transport, decodeKVRole string) (string, error) {
+func (f *Fleet) writeWorkersFile(engine, transport, decodeKVRole string, window int) (string, error) {
 	type entry struct {
-		URL           string `json:"url"`
-		WorkerType    string `json:"worker_type"`
-		RuntimeType   string `json:"runtime_type,omitempty"`
-		KVConnector   string `json:"kv_connector,omitempty"`
-		KVRole        string `json:"kv_role,omitempty"`
-		BootstrapPort *int   `json:"bootstrap_port,omitempty"`
+		URL           string            `json:"url"`
+		WorkerType    string            `json:"worker_type"`
+		RuntimeType   string            `json:"runtime_type,omitempty"`
+		KVConnector   string            `json:"kv_connector,omitempty"`
+		KVRole        string            `json:"kv_role,omitempty"`
+		BootstrapPort *int              `json:"bootstrap_port,omitempty"`
+		Labels        map[string]string `json:"labels,omitempty"`
 	}
 	var list []entry
 	for role, sims := range map[string][]*Sim{sim.RolePrefill: f.Prefills, sim.RoleDecode: f.Decodes} {
@@ -207,6 +211,9 @@ func (f *Fleet) writeWorkersFile(engine, transport, decodeKVRole string) (string
 			e := entry{URL: s.URL, WorkerType: role}
 			if role == sim.RoleDecode {
 				e.KVRole = decodeKVRole
+			}
+			if window > 0 && role == sim.RoleDecode {
+				e.Labels = map[string]string{wire.LabelMaxRunningRequests: strconv.Itoa(window)}
 			}
 			if transport == TransportGRPC {
 				e.RuntimeType = engine

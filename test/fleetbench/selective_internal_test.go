@@ -34,7 +34,7 @@ func TestSummariseCountsDecodeOnlyApartFromRecomputes(t *testing.T) {
 func TestWorkersFileRegistersDecodesKVBoth(t *testing.T) {
 	t.Parallel()
 	f := &Fleet{dir: t.TempDir(), Prefills: []*Sim{{URL: "http://127.0.0.1:1"}}, Decodes: []*Sim{{URL: "http://127.0.0.1:2"}}}
-	p, err := f.writeWorkersFile("vllm", TransportHTTP, "kv_both")
+	p, err := f.writeWorkersFile("vllm", TransportHTTP, "kv_both", 0)
 	require.NoError(t, err)
 	b, err := readFile(p)
 	require.NoError(t, err)

@@ -31,7 +31,7 @@ func TestWorkersFileIsWhatPOSTWorkersTakesPerEngineAndTransport(t *testing.T) {
 			{"url": "http://127.0.0.1:1", "worker_type": "prefill", "runtime_type": "sglang", "bootstrap_port": 9001.0},
 			{"url": "http://127.0.0.1:2", "worker_type": "decode", "runtime_type": "sglang"}}},
 	} {
-		path, err := f.writeWorkersFile(c.engine, c.transport, "")
+		path, err := f.writeWorkersFile(c.engine, c.transport, "", 0)
 		require.NoError(t, err)
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)

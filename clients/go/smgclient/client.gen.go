@@ -1328,6 +1328,9 @@ type WorkerInfo struct {
 	// Priority Stored and displayed, not used for routing.
 	Priority int64 `json:"priority"`
 
+	// Queued Absent when 0. Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own).
+	Queued *int64 `json:"queued,omitempty"`
+
 	// RuntimeType Engine, as registered or detected.
 	RuntimeType WorkerInfoRuntimeType `json:"runtime_type"`
 

@@ -1135,6 +1135,11 @@ export interface components {
              */
             priority: number;
             /**
+             * Format: int64
+             * @description Absent when 0. Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own).
+             */
+            queued?: number;
+            /**
              * @description Engine, as registered or detected.
              * @enum {string}
              */

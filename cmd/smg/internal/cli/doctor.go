@@ -33,6 +33,7 @@ type doctorWorker struct {
 	KVRole         string            `json:"kv_role"`
 	KVEngineID     string            `json:"kv_engine_id"`
 	Status         string            `json:"status"`
+	Queued         int64             `json:"queued"`
 }
 
 // doctorReport is the --json output.
@@ -40,6 +41,7 @@ type doctorReport struct {
 	Gateway  string           `json:"gateway"`
 	Mode     string           `json:"pd_pairing_mode"`
 	Workers  int              `json:"workers"`
+	Queued   int64            `json:"queued"` // requests queued for decode slots on the replica asked
 	OK       bool             `json:"ok"`
 	Findings []doctor.Finding `json:"findings"`
 }
@@ -176,6 +178,7 @@ type doctorProbes struct {
 func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, p doctorProbes) doctorReport {
 	ws := make([]worker.Worker, 0, len(ds))
 	var notReady []doctor.Finding
+	var queued int64
 	for _, d := range ds {
 		w := worker.Worker{ID: d.ID, URL: d.URL, Role: worker.Role(d.WorkerType), Runtime: worker.Runtime(d.RuntimeType),
 			Mode: worker.ConnectionMode(d.ConnectionMode), Labels: d.Labels, BootstrapPort: d.BootstrapPort,
@@ -186,6 +189,10 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 		ws = append(ws, w)
 		if d.Status != "" && d.Status != string(worker.StatusReady) {
 			notReady = append(notReady, doctor.NotReady(w, d.Status))
+		}
+		if d.Queued > 0 {
+			queued += d.Queued
+			notReady = append(notReady, doctor.QueueBacklog(d.ID, d.URL, d.Queued))
 		}
 	}
 	o := doctor.Options{Mode: m, Timeout: p.timeout}
@@ -203,11 +210,11 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 	if fs == nil {
 		fs = []doctor.Finding{}
 	}
-	return doctorReport{Gateway: base, Mode: m.String(), Workers: len(ws), OK: ok, Findings: fs}
+	return doctorReport{Gateway: base, Mode: m.String(), Workers: len(ws), Queued: queued, OK: ok, Findings: fs}
 }
 
 func printDoctor(w io.Writer, r doctorReport) {
-	fmt.Fprintf(w, "smg doctor: %s, %d workers, --pd-pairing-mode %s\n", r.Gateway, r.Workers, r.Mode)
+	fmt.Fprintf(w, "smg doctor: %s, %d workers, --pd-pairing-mode %s, %d requests queued for decode slots\n", r.Gateway, r.Workers, r.Mode, r.Queued)
 	for _, f := range r.Findings {
 		who := f.Role
 		if f.WorkerID != "" {

@@ -78,6 +78,7 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("pd-pairing-mode")
 	fs.Var(&secsValue{d: &cfg.PDAdmissionWait}, "pd-admission-wait-secs", "how long a dispatch waits for a free slot in the decode worker's running window (max_running_requests) before it is shed with 503 (0 sheds at once)")
 	add("pd-admission-wait-secs")
+	flowQueueFlags(fs, cfg, add)
 	fs.StringVar(&cfg.MMProcessing, "mm-processing", cfg.MMProcessing, "where gRPC requests' media is prepared: gateway (fetch, resize, patch, expand placeholders) or worker (the engine takes the media references)")
 	add("mm-processing")
 	fs.IntVar(&cfg.EngineMaxMessageMB, "engine-max-message-mb", cfg.EngineMaxMessageMB, "the engines' gRPC receive limit in `MiB`: a request whose images' pixel values (predicted from their headers) exceed it is refused with 413 before decoding; 0 = no check")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/smg-go/smg/adapters/engine/grpcengine"
 	"github.com/smg-go/smg/adapters/kvevents"
+	"github.com/smg-go/smg/adapters/store/redis"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/domain/worker"
@@ -25,7 +26,8 @@ type moduleIn struct {
 
 // Module provides the Router as policy.KVPrefixes when --kv-events-routing is on (nil
 // otherwise), following the worker registry and running its subscriptions from start to
-// stop.
+// stop. With --redis-url the speculative entries are shared with the other replicas
+// through Redis (redis.KVShare, on a client of its own; prefix --redis-key-prefix).
 func Module() fx.Option {
 	return fx.Module("kvroute", fx.Provide(func(in moduleIn) (policy.KVPrefixes, error) {
 		if !in.Config.KVEventsRouting {
@@ -35,15 +37,31 @@ func Module() fx.Option {
 		if ttl == 0 {
 			ttl = -1 // the flag's 0 means none; Options' 0 means the default
 		}
-		r, err := New(Options{Dial: PoolDialer(in.Pool), MaxBlocks: in.Config.KVIndexMaxBlocks,
-			SpeculativeTTL: ttl, Subscriber: kvevents.Options{Logger: in.Log}})
+		o := Options{Dial: PoolDialer(in.Pool), MaxBlocks: in.Config.KVIndexMaxBlocks,
+			SpeculativeTTL: ttl, Subscriber: kvevents.Options{Logger: in.Log}}
+		var closeRedis func() error
+		if in.Config.RedisURL != "" && ttl > 0 {
+			c, err := redis.NewClient(in.Config.RedisURL, in.Config.RedisCluster, 0)
+			if err != nil {
+				return nil, err
+			}
+			closeRedis = c.Close
+			o.Shared = redis.NewKVShare(c, redis.KVShareOptions{Options: redis.Options{Prefix: in.Config.RedisKeyPrefix, Logger: in.Log}})
+		}
+		r, err := New(o)
 		if err != nil {
 			return nil, err
 		}
 		r.Watch(in.Store)
 		in.LC.Append(fx.Hook{
 			OnStart: func(context.Context) error { r.Start(); return nil },
-			OnStop:  func(context.Context) error { r.Stop(); return nil },
+			OnStop: func(context.Context) error {
+				r.Stop()
+				if closeRedis != nil {
+					return closeRedis()
+				}
+				return nil
+			},
 		})
 		return r, nil
 	}))

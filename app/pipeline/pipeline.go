@@ -81,6 +81,7 @@ type Pipeline struct {
 	engineIDs    EngineIDReader
 	facts        func(ctx context.Context, w *worker.Live)
 	refreshing   sync.Map // worker id -> struct{}: a facts refresh in flight (refreshFactsLater)
+	warming      sync.Map // model -> time.Time: last background tokenizer load (warmTokenizer)
 	recomputes   dispatch.Recomputes
 
 	bg        sync.WaitGroup

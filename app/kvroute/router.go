@@ -377,7 +377,7 @@ func (r *Router) Speculate(url, model string, tokens []uint32) {
 	r.spec.add(url, model, bs, tokens)
 	if r.share != nil && len(tokens) >= bs && r.opt.SpeculativeTTL > 0 {
 		r.share.offer(kvevent.Shared{Worker: url, Model: model, BlockSize: bs, Tokens: tokens,
-			Expires: r.opt.Now().Add(r.opt.SpeculativeTTL)})
+			Expires: time.Now().Add(r.opt.SpeculativeTTL)}) // wall clock: other replicas read it
 	}
 }
 

@@ -93,6 +93,8 @@ func (k *KVShare) Listen(ctx context.Context, ready func(), f func(kvevent.Share
 	if ready != nil {
 		ready()
 	}
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() }) // a blocked receive ignores ctx
+	defer stop()
 	for {
 		msg, err := ps.ReceiveMessage(ctx)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
 )
 
 // WorkerInfo is one worker as GET /workers and GET /workers/{id} show it (smg-spec.md §3.4):
@@ -39,6 +40,7 @@ type WorkerInfo struct {
 	Status         string               `json:"status" enum:"pending,ready,not_ready,failed,draining" doc:"Lifecycle status; only ready is routable."`
 	Load           int64                `json:"load" doc:"Requests the gateway has in flight on this worker."`
 	PDPairing      string               `json:"pd_pairing" doc:"Prefill/decode pairing key (seed 'Prefill/Decode Pairing'); 'unknown' until pairing is computed."`
+	KVEvents       *KVEventsInfo        `json:"kv_events,omitempty"` // present with --kv-events-routing
 }
 
 // WorkerStats counts the listed workers by role; encode workers count only in total.
@@ -158,7 +160,7 @@ func registerWorkers(h huma.API, d Deps) {
 			if in.Model != "" && !l.ServesModel(in.Model) {
 				continue
 			}
-			out.Body.Workers = append(out.Body.Workers, info(d.Registry, l))
+			out.Body.Workers = append(out.Body.Workers, info(d.Registry, l, d.KV))
 			switch l.Role {
 			case worker.RolePrefill:
 				out.Body.Stats.PrefillCount++
@@ -187,7 +189,7 @@ func registerWorkers(h huma.API, d Deps) {
 		if err != nil {
 			return nil, toErrorBody(err)
 		}
-		return &getWorkerOutput{Body: info(d.Registry, l)}, nil
+		return &getWorkerOutput{Body: info(d.Registry, l, d.KV)}, nil
 	})
 
 	huma.Register(h, huma.Operation{
@@ -212,7 +214,7 @@ func registerWorkers(h huma.API, d Deps) {
 }
 
 // info renders l as WorkerInfo.
-func info(r *registry.Service, l *worker.Live) WorkerInfo {
+func info(r *registry.Service, l *worker.Live, kv ports.KVStreams) WorkerInfo {
 	wi := WorkerInfo{
 		ID: l.ID, URL: l.DisplayURL(), WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
 		RuntimeType: string(l.Runtime), BootstrapPort: l.BootstrapPort, KVConnector: l.KVConnector,
@@ -220,6 +222,7 @@ func info(r *registry.Service, l *worker.Live) WorkerInfo {
 		Status: string(l.Status()), Load: l.Load(), PDPairing: r.PairingKey(l.Worker),
 	}
 	wi.IsHealthy = wi.Status == string(worker.StatusReady)
+	wi.KVEvents = kvInfo(kv, l)
 	if l.DPRank != nil {
 		wi.DPBaseURL, wi.DPRank, wi.DPSize = worker.RedactURL(l.BaseURL()), l.DPRank, l.DPSize
 	}

@@ -11,9 +11,16 @@ import (
 	"github.com/smg-go/smg/adapters/store/redis"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
 )
+
+type moduleOut struct {
+	fx.Out
+	KV      policy.KVPrefixes
+	Streams ports.KVStreams
+}
 
 type moduleIn struct {
 	fx.In
@@ -21,7 +28,8 @@ type moduleIn struct {
 	Config config.Config
 	Store  ports.WorkerStore
 	Pool   *grpcengine.Pool
-	Log    *slog.Logger `optional:"true"`
+	Log    *slog.Logger   `optional:"true"`
+	Text   *text.Registry `optional:"true"`
 }
 
 // Module provides the Router as policy.KVPrefixes when --kv-events-routing is on (nil
@@ -29,9 +37,9 @@ type moduleIn struct {
 // stop. With --redis-url the speculative entries are shared with the other replicas
 // through Redis (redis.KVShare, on a client of its own; prefix --redis-key-prefix).
 func Module() fx.Option {
-	return fx.Module("kvroute", fx.Provide(func(in moduleIn) (policy.KVPrefixes, error) {
+	return fx.Module("kvroute", fx.Provide(func(in moduleIn) (moduleOut, error) {
 		if !in.Config.KVEventsRouting {
-			return nil, nil
+			return moduleOut{}, nil
 		}
 		ttl := in.Config.KVSpeculativeTTL
 		if ttl == 0 {
@@ -43,14 +51,17 @@ func Module() fx.Option {
 		if in.Config.RedisURL != "" && ttl > 0 {
 			c, err := redis.NewClient(in.Config.RedisURL, in.Config.RedisCluster, 0)
 			if err != nil {
-				return nil, err
+				return moduleOut{}, err
 			}
 			closeRedis = c.Close
 			o.Shared = redis.NewKVShare(c, redis.KVShareOptions{Options: redis.Options{Prefix: in.Config.RedisKeyPrefix, Logger: in.Log}})
 		}
+		if in.Text != nil {
+			o.Tokenizer = func(model string) bool { return in.Text.Loaded(model) != nil }
+		}
 		r, err := New(o)
 		if err != nil {
-			return nil, err
+			return moduleOut{}, err
 		}
 		r.Watch(in.Store)
 		in.LC.Append(fx.Hook{
@@ -63,7 +74,7 @@ func Module() fx.Option {
 				return nil
 			},
 		})
-		return r, nil
+		return moduleOut{KV: r, Streams: r}, nil
 	}))
 }
 

@@ -42,6 +42,9 @@ type Options struct {
 	// StallAfter is how long a connected stream may stay silent after a request was routed
 	// to its worker before the worker is routed approximately (0 = DefaultStallAfter).
 	StallAfter time.Duration
+	// Tokenizer reports whether the gateway can tokenize a model's prompts before
+	// selection (the text registry has it loaded); nil = always (for KVStream only).
+	Tokenizer func(model string) bool
 	// Shared, when set, carries the speculative entries to and from the other gateway
 	// replicas (Redis with --redis-url); nil keeps them per replica.
 	Shared ports.KVShare
@@ -430,4 +433,45 @@ func (k sink) ApplyKVBatch(b kvevent.Batch) {
 func (k sink) ResetKV(reason kvevent.ResetReason) {
 	k.ws.ResetKV(reason)
 	k.r.spec.drop(k.ws.Worker)
+}
+
+var _ ports.KVStreams = (*Router)(nil)
+
+// KVStream is url's subscription state for /workers and smg doctor; models are the
+// worker's models (the tokenizer check uses the first, Options.Tokenizer).
+func (r *Router) KVStream(url string, models []string) ports.KVStreamState {
+	st := ports.KVStreamState{State: "none", Routing: ports.KVRoutingApproximate, Tokenizer: true}
+	if r.opt.Tokenizer != nil && len(models) > 0 {
+		st.Tokenizer = r.opt.Tokenizer(models[0])
+	}
+	r.mu.Lock()
+	s := r.subs[url]
+	r.mu.Unlock()
+	if s == nil {
+		st.Reason = "no KV-event subscription: an HTTP worker needs the kv_events_endpoint label (or the smg.ai/kv-events-endpoint annotation); a gRPC worker needs SubscribeKvEvents"
+		return st
+	}
+	h := s.g.Health()
+	st.Transport, st.Endpoint, st.HasSeq, st.LastSeq = h.Transport, h.Endpoint, h.HasSeq, h.LastSeq
+	st.Gaps, st.Resets, st.DecodeErrors = h.Gaps, h.Resets, h.DecodeErrors
+	st.LagMS = float64(h.Lag.Microseconds()) / 1000
+	switch {
+	case h.Disabled || s.disabled.Load():
+		st.State, st.Reason = "disabled", "the engine does not offer the KV-event stream"
+	case !h.Connected:
+		st.State, st.Reason = "connecting", "the KV-event stream is not connected"
+		if h.LastError != "" {
+			st.Reason += ": " + h.LastError
+		}
+	case r.Stalled(url):
+		st.State, st.Reason = "stalled", "the KV-event stream sent nothing since requests were routed to the worker"
+	default:
+		st.State = "live"
+		if st.Tokenizer {
+			st.Routing = ports.KVRoutingEvents
+		} else {
+			st.Reason = "the gateway has no tokenizer for the model yet (--tokenizer-path, --model-path, or a gRPC worker's): prompts are not tokenized before selection"
+		}
+	}
+	return st
 }

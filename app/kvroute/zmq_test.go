@@ -207,3 +207,34 @@ func TestGarbageAndUnrecoverableGapsDoNotPanic(t *testing.T) {
 	assert.Equal(t, uint64(1), h.Gaps)
 	assert.True(t, r.Live(w.URL))
 }
+
+func TestKVStreamSaysWhyAWorkerRoutesApproximately(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1000, 0)}
+	r, store := zmqRouter(t, c, nil)
+	pub := publisher(t, true)
+	w := httpWorker("http://127.0.0.1:16", pub)
+	bare := worker.NewLive(worker.Worker{ID: "b", URL: "http://127.0.0.1:17", Mode: worker.ConnHTTP, Role: worker.RolePrefill}, worker.StatusReady)
+	require.NoError(t, store.Add(w))
+	require.NoError(t, store.Add(bare))
+	subscribed(t, r, w.URL, pub)
+	pub.Publish([]kvcache.Event{stored(1, block(1), 0)})
+	require.Eventually(t, func() bool { return r.KVStream(w.URL, w.Models).HasSeq }, 10*time.Second, 5*time.Millisecond)
+
+	st := r.KVStream(w.URL, w.Models)
+	assert.Equal(t, "live", st.State)
+	assert.Equal(t, "events", st.Routing)
+	assert.Equal(t, "zmq", st.Transport)
+	assert.Zero(t, st.LastSeq)
+
+	st = r.KVStream(bare.URL, nil)
+	assert.Equal(t, "none", st.State)
+	assert.Equal(t, "approximate", st.Routing)
+	assert.Contains(t, st.Reason, "kv_events_endpoint")
+
+	r.Speculate(w.URL, "m", block(5))
+	c.add(2 * time.Second)
+	st = r.KVStream(w.URL, w.Models)
+	assert.Equal(t, "stalled", st.State)
+	assert.Equal(t, "approximate", st.Routing)
+}

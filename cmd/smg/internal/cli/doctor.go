@@ -33,6 +33,12 @@ type doctorWorker struct {
 	KVRole         string            `json:"kv_role"`
 	KVEngineID     string            `json:"kv_engine_id"`
 	Status         string            `json:"status"`
+	// KVEvents is present when the gateway runs --kv-events-routing.
+	KVEvents *struct {
+		State   string `json:"state"`
+		Routing string `json:"routing"`
+		Reason  string `json:"reason"`
+	} `json:"kv_events"`
 }
 
 // doctorReport is the --json output.
@@ -186,6 +192,9 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 		ws = append(ws, w)
 		if d.Status != "" && d.Status != string(worker.StatusReady) {
 			notReady = append(notReady, doctor.NotReady(w, d.Status))
+		}
+		if k := d.KVEvents; k != nil && k.Routing == "approximate" && w.Role != worker.RoleEncode {
+			notReady = append(notReady, doctor.KVEventsApproximate(w, k.State, k.Reason))
 		}
 	}
 	o := doctor.Options{Mode: m, Timeout: p.timeout}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
 	"github.com/smg-go/smg/adapters/engine/grpcengine"
 	"github.com/smg-go/smg/adapters/kvevents"
+	"github.com/smg-go/smg/adapters/metrics"
 	"github.com/smg-go/smg/adapters/store/redis"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/policy"
@@ -30,6 +32,8 @@ type moduleIn struct {
 	Pool   *grpcengine.Pool
 	Log    *slog.Logger   `optional:"true"`
 	Text   *text.Registry `optional:"true"`
+	// Metrics receives the smg_kv_events_* and smg_router_kv_* series.
+	Metrics *prometheus.Registry `optional:"true"`
 }
 
 // Module provides the Router as policy.KVPrefixes when --kv-events-routing is on (nil
@@ -63,6 +67,11 @@ func Module() fx.Option {
 		if err != nil {
 			return moduleOut{}, err
 		}
+		if in.Metrics != nil {
+			if err := metrics.RegisterKVEvents(in.Metrics, func() []metrics.KVWorkerSeries { return series(r) }); err != nil {
+				return moduleOut{}, err
+			}
+		}
 		r.Watch(in.Store)
 		in.LC.Append(fx.Hook{
 			OnStart: func(context.Context) error { r.Start(); return nil },
@@ -87,4 +96,16 @@ func PoolDialer(pool *grpcengine.Pool) Dialer {
 		}
 		return kvevents.ClientFor(w, cc)
 	}
+}
+
+// series converts r's Stats for the metrics adapter.
+func series(r *Router) []metrics.KVWorkerSeries {
+	st := r.Stats()
+	out := make([]metrics.KVWorkerSeries, len(st))
+	for i, s := range st {
+		out[i] = metrics.KVWorkerSeries{Worker: worker.RedactURL(s.URL), Subscribed: s.Subscribed, Connected: s.Connected, Stalled: s.Stalled,
+			LagSeconds: s.LagSeconds, Gaps: s.Gaps, Resets: s.Resets, DecodeErrors: s.DecodeErrors, HasSeq: s.HasSeq,
+			LastSeq: s.LastSeq, PredictedCached: s.PredictedCached, EngineCached: s.EngineCached, EnginePrompt: s.EnginePrompt}
+	}
+	return out
 }

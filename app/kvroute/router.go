@@ -61,6 +61,7 @@ type Router struct {
 	index *kvindex.Index
 	spec  *speculation
 	share *sharer // nil without Options.Shared
+	cache cacheBook
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -279,6 +280,7 @@ func (r *Router) drop(url string) {
 	}
 	r.index.RemoveWorker(url)
 	r.spec.drop(url)
+	r.cache.m.Delete(url)
 }
 
 // Health returns url's subscription health, false when it has none.

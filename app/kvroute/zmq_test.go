@@ -107,6 +107,10 @@ func TestHTTPWorkerWithAnEventsEndpointIsSubscribedOverZMQ(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "zmq", h.Transport)
 	assert.Equal(t, pub.Endpoint(), h.Endpoint)
+	st := r.Stats()
+	require.Len(t, st, 1)
+	assert.True(t, st[0].Subscribed && st[0].Connected && st[0].HasSeq, "stream health for the metrics: %+v", st[0])
+	assert.Equal(t, uint64(1), st[0].LastSeq)
 }
 
 func TestDPRankWorkerSubscribesToPortPlusRank(t *testing.T) {

@@ -104,7 +104,9 @@ func Module() fx.Option {
 			forgetRemoved(in.Store, picker.Policy())
 			d.Encoder, d.Encoders = in.Pool, picker
 		}
-		if c, ok := in.KV.(interface{ EngineCached(url string, prompt, cached int) }); ok {
+		if c, ok := in.KV.(interface {
+			EngineCached(url string, prompt, cached int)
+		}); ok {
 			d.CachedTokens = c.EngineCached
 		}
 		pl := New(d)

@@ -50,9 +50,10 @@ type Options struct {
 	Shared ports.KVShare
 }
 
-// DefaultStallAfter is Options.StallAfter's default: a few event batches' worth (engines
-// publish every scheduler step, milliseconds apart, while they compute).
-const DefaultStallAfter = 5 * time.Second
+// DefaultStallAfter is Options.StallAfter's default. Engines publish every scheduler step
+// while they compute, but a prefill queued behind others publishes nothing until it runs:
+// on an overloaded fleet (TTFT of seconds) a few seconds' silence is not a stall.
+const DefaultStallAfter = 30 * time.Second
 
 // Router is the shared KV-event view of the gRPC workers: it implements policy.KVPrefixes
 // and runs one subscription per worker between Start and Stop. Safe for concurrent use.

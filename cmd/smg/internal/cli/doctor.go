@@ -178,6 +178,19 @@ type doctorProbes struct {
 	health                 func(context.Context, worker.Worker) error
 }
 
+// anyEvents reports whether some listed worker is routed by its KV events: then a worker
+// without a subscription is a gap in a mixed fleet worth a note. A fleet where none has
+// one (the default for engines that publish nothing) gets notes only for subscriptions
+// that do not deliver.
+func anyEvents(ds []doctorWorker) bool {
+	for _, d := range ds {
+		if d.KVEvents != nil && d.KVEvents.Routing == "events" {
+			return true
+		}
+	}
+	return false
+}
+
 // runDoctor converts the listing and runs the checks.
 func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, p doctorProbes) doctorReport {
 	ws := make([]worker.Worker, 0, len(ds))
@@ -193,7 +206,7 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 		if d.Status != "" && d.Status != string(worker.StatusReady) {
 			notReady = append(notReady, doctor.NotReady(w, d.Status))
 		}
-		if k := d.KVEvents; k != nil && k.Routing == "approximate" && w.Role != worker.RoleEncode {
+		if k := d.KVEvents; k != nil && k.Routing == "approximate" && w.Role != worker.RoleEncode && (k.State != "none" || anyEvents(ds)) {
 			notReady = append(notReady, doctor.KVEventsApproximate(w, k.State, k.Reason))
 		}
 	}

@@ -42,3 +42,27 @@ func TestDoctorNotesAWorkerWithoutKVEvents(t *testing.T) {
 	assert.Equal(t, []string{"p0"}, notes, out)
 	_ = code
 }
+
+// A fleet where no worker publishes events (the default) gets no note for it.
+func TestDoctorIsQuietWhenNoWorkerHasKVEvents(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"workers":[
+{"id":"p0","url":"http://127.0.0.1:1","model_id":"m","worker_type":"prefill","connection_mode":"http","runtime_type":"sglang","status":"ready",
+ "kv_events":{"state":"none","routing":"approximate","reason":"no KV-event subscription"}},
+{"id":"d0","url":"http://127.0.0.1:2","model_id":"m","worker_type":"decode","connection_mode":"http","runtime_type":"sglang","status":"ready",
+ "kv_events":{"state":"connecting","routing":"approximate","reason":"the KV-event stream is not connected"}}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	_, out, errOut := runCLI([]string{"doctor", "--url", srv.URL, "--json", "--no-health-probe"}, nil)
+	var rep doctorOut
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out+errOut)
+	var notes []string
+	for _, f := range rep.Findings {
+		if f.Kind == "kv_events_unavailable" {
+			notes = append(notes, f.WorkerID)
+		}
+	}
+	assert.Equal(t, []string{"d0"}, notes, "only the subscription that does not deliver: %s", out)
+}

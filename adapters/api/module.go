@@ -33,6 +33,8 @@ type Deps struct {
 	Drain ports.DrainState
 	// Auth holds the API keys; zero leaves every route open.
 	Auth AuthOptions
+	// KV, when set (--kv-events-routing), adds each worker's KV-event state to /workers.
+	KV ports.KVStreams
 }
 
 // Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
@@ -80,7 +82,7 @@ func Module() fx.Option {
 		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey, DataAuth: p.Tenants}
 		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Auth: auth, Drain: p.Drain,
 			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation,
-			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers})
+			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers, KV: p.KV})
 		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Options.Host) {
 			log := p.Log
 			if log == nil {
@@ -102,4 +104,5 @@ type params struct {
 	Log      *slog.Logger     `optional:"true"`
 	// Tenants checks the data-plane key of GET /v1/models (tenants' keys pass too).
 	Tenants ports.TenantResolver `optional:"true"`
+	KV      ports.KVStreams      `optional:"true"`
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/smg-go/smg/domain/errs"
 	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
+	"github.com/smg-go/smg/ports"
 )
 
 // WorkerInfo is one worker as GET /workers and GET /workers/{id} show it (smg-spec.md §3.4):
@@ -40,6 +41,7 @@ type WorkerInfo struct {
 	Load           int64                `json:"load" doc:"Requests the gateway has in flight on this worker."`
 	Queued         int64                `json:"queued,omitempty" doc:"Absent when 0. Requests this gateway replica holds in its flow-control queue for this decode worker's admission window (full window; other replicas queue their own)."`
 	PDPairing      string               `json:"pd_pairing" doc:"Prefill/decode pairing key (seed 'Prefill/Decode Pairing'); 'unknown' until pairing is computed."`
+	KVEvents       *KVEventsInfo        `json:"kv_events,omitempty"` // present with --kv-events-routing
 }
 
 // WorkerStats counts the listed workers by role; encode workers count only in total.
@@ -159,7 +161,7 @@ func registerWorkers(h huma.API, d Deps) {
 			if in.Model != "" && !l.ServesModel(in.Model) {
 				continue
 			}
-			out.Body.Workers = append(out.Body.Workers, info(d.Registry, l))
+			out.Body.Workers = append(out.Body.Workers, info(d.Registry, l, d.KV))
 			switch l.Role {
 			case worker.RolePrefill:
 				out.Body.Stats.PrefillCount++
@@ -188,7 +190,7 @@ func registerWorkers(h huma.API, d Deps) {
 		if err != nil {
 			return nil, toErrorBody(err)
 		}
-		return &getWorkerOutput{Body: info(d.Registry, l)}, nil
+		return &getWorkerOutput{Body: info(d.Registry, l, d.KV)}, nil
 	})
 
 	huma.Register(h, huma.Operation{
@@ -213,7 +215,7 @@ func registerWorkers(h huma.API, d Deps) {
 }
 
 // info renders l as WorkerInfo.
-func info(r *registry.Service, l *worker.Live) WorkerInfo {
+func info(r *registry.Service, l *worker.Live, kv ports.KVStreams) WorkerInfo {
 	wi := WorkerInfo{
 		ID: l.ID, URL: l.DisplayURL(), WorkerType: string(l.Role), ConnectionMode: string(l.Mode),
 		RuntimeType: string(l.Runtime), BootstrapPort: l.BootstrapPort, KVConnector: l.KVConnector,
@@ -221,6 +223,7 @@ func info(r *registry.Service, l *worker.Live) WorkerInfo {
 		Status: string(l.Status()), Load: l.Load(), Queued: l.Queued(), PDPairing: r.PairingKey(l.Worker),
 	}
 	wi.IsHealthy = wi.Status == string(worker.StatusReady)
+	wi.KVEvents = kvInfo(kv, l)
 	if l.DPRank != nil {
 		wi.DPBaseURL, wi.DPRank, wi.DPSize = worker.RedactURL(l.BaseURL()), l.DPRank, l.DPSize
 	}

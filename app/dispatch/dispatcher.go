@@ -193,12 +193,13 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 			return
 		}
 		preq := &policy.Request{Model: rq.Model, RoutingKey: d.routingKey(r.Header)}
-		preq.PromptTokens, preq.DecodeTokens = loadSize(rq)
+		var tokenize func() []uint32
+		if rt, ok := d.grpc.(RoutingTokenizer); ok && d.needsIDs != nil && d.needsIDs() {
+			tokenize = func() []uint32 { return rt.RoutingTokens(rq) }
+		}
+		sizeRequest(preq, rq, tokenize)
 		if d.needsText {
 			preq.Text = rq.RoutingText()
-		}
-		if rt, ok := d.grpc.(RoutingTokenizer); ok && d.needsIDs != nil && d.needsIDs() {
-			preq.TokenIDs = rt.RoutingTokens(rq)
 		}
 		hdr := d.legHeaders(r.Header)
 		// The access log and RED series learn the model and endpoint. A client's X-Request-Id

@@ -14,6 +14,7 @@ import (
 	"github.com/smg-go/smg/app/dispatch"
 	"github.com/smg-go/smg/app/registry"
 	"github.com/smg-go/smg/app/watchdog"
+	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/ports"
@@ -64,6 +65,8 @@ type moduleIn struct {
 	Store     ports.WorkerStore
 	Workers   *registry.Service  `optional:"true"`
 	Watchdog  *watchdog.Watchdog `optional:"true"`
+	// KV is the KV-event router (--kv-events-routing), nil otherwise.
+	KV policy.KVPrefixes `optional:"true"`
 }
 
 // LoadsModule polls the gRPC workers' load reports every DefaultLoadInterval into the
@@ -100,6 +103,11 @@ func Module() fx.Option {
 			}
 			forgetRemoved(in.Store, picker.Policy())
 			d.Encoder, d.Encoders = in.Pool, picker
+		}
+		if c, ok := in.KV.(interface {
+			EngineCached(url string, prompt, cached int)
+		}); ok {
+			d.CachedTokens = c.EngineCached
 		}
 		pl := New(d)
 		in.LC.Append(fx.Hook{OnStop: pl.Close})

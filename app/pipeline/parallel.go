@@ -201,6 +201,9 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 				pItems++
 				prefillComplete = true
 				r.prefilled(u, it.ev)
+				if pl.cachedTokens != nil {
+					pl.cachedTokens(u.pLeg.Worker.URL, it.ev.PromptTokens, it.ev.CachedTokens)
+				}
 				release()
 			default:
 				pItems++

@@ -62,6 +62,9 @@ type Deps struct {
 	// (registry.Service.RefreshFacts): after a leg failed naming a stale fact (a stale
 	// engine id, a model not found). nil: EngineIDs only.
 	Facts func(ctx context.Context, w *worker.Live)
+	// CachedTokens, when set, receives each prefill leg's engine-reported prompt and
+	// cached tokens (its complete), for the KV router's predicted-vs-reported series.
+	CachedTokens func(prefillURL string, prompt, cached int)
 }
 
 // Pipeline serves gRPC PD attempts. Safe for concurrent use; Close waits for the legs it
@@ -83,6 +86,8 @@ type Pipeline struct {
 	engineIDs    EngineIDReader
 	facts        func(ctx context.Context, w *worker.Live)
 	refreshing   sync.Map // worker id -> struct{}: a facts refresh in flight (refreshFactsLater)
+	warming      sync.Map // model -> time.Time: last background tokenizer load (warmTokenizer)
+	cachedTokens func(prefillURL string, prompt, cached int)
 	recomputes   dispatch.Recomputes
 
 	bg        sync.WaitGroup
@@ -105,7 +110,7 @@ func New(d Deps) *Pipeline {
 	}
 	return &Pipeline{cfg: d.Config, text: d.Text, gen: d.Engines, admit: d.Admission, metrics: d.Metrics, outcomes: d.Outcomes, decodeTTFT: d.DecodeTTFT, log: d.Logger,
 		newUUID: d.NewUUID, deferredWait: d.DeferredAbortWait, media: newMediaPrep(d.Media, d.Config),
-		encoder: d.Encoder, encoders: d.Encoders, engineIDs: d.EngineIDs, facts: d.Facts, closing: make(chan struct{})}
+		encoder: d.Encoder, encoders: d.Encoders, engineIDs: d.EngineIDs, facts: d.Facts, cachedTokens: d.CachedTokens, closing: make(chan struct{})}
 }
 
 // Close sends the deferred decode aborts now and waits (until ctx ends) for every leg

@@ -31,6 +31,13 @@ type KVPrefixes interface {
 	Speculate(url, model string, tokens []uint32)
 }
 
+// KVPredictor is optionally implemented by a KVPrefixes: Predicted receives, for each pick
+// of a live worker, the prompt tokens cache_aware counted on it holding (its Matched
+// length, 0 for a miss), beside the engine's own report later.
+type KVPredictor interface {
+	Predicted(url string, tokens int)
+}
+
 // selectKV is cache_aware's pick when the request's token ids are known and at least one
 // candidate's event stream is live. Cost model, per candidate i (lowest wins):
 //
@@ -93,6 +100,9 @@ func (p *CacheAware) selectKV(c []*worker.Live, req *Request, t *radixTree, load
 		}
 	}
 	if live[chosen] {
+		if pr, ok := kv.(KVPredictor); ok {
+			pr.Predicted(c[chosen].URL, min(matched[c[chosen].URL], len(req.TokenIDs)))
+		}
 		kv.Speculate(c[chosen].URL, req.Model, req.TokenIDs)
 	}
 	return chosen, branch, true

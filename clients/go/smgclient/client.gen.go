@@ -152,6 +152,69 @@ func (e CompletionObject) Valid() bool {
 	}
 }
 
+// Defines values for KVEventsInfoRouting.
+const (
+	Approximate KVEventsInfoRouting = "approximate"
+	Events      KVEventsInfoRouting = "events"
+)
+
+// Valid indicates whether the value is a known member of the KVEventsInfoRouting enum.
+func (e KVEventsInfoRouting) Valid() bool {
+	switch e {
+	case Approximate:
+		return true
+	case Events:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KVEventsInfoState.
+const (
+	Connecting KVEventsInfoState = "connecting"
+	Disabled   KVEventsInfoState = "disabled"
+	Live       KVEventsInfoState = "live"
+	None       KVEventsInfoState = "none"
+	Stalled    KVEventsInfoState = "stalled"
+)
+
+// Valid indicates whether the value is a known member of the KVEventsInfoState enum.
+func (e KVEventsInfoState) Valid() bool {
+	switch e {
+	case Connecting:
+		return true
+	case Disabled:
+		return true
+	case Live:
+		return true
+	case None:
+		return true
+	case Stalled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KVEventsInfoTransport.
+const (
+	KVEventsInfoTransportGrpc KVEventsInfoTransport = "grpc"
+	KVEventsInfoTransportZmq  KVEventsInfoTransport = "zmq"
+)
+
+// Valid indicates whether the value is a known member of the KVEventsInfoTransport enum.
+func (e KVEventsInfoTransport) Valid() bool {
+	switch e {
+	case KVEventsInfoTransportGrpc:
+		return true
+	case KVEventsInfoTransportZmq:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageRole.
 const (
 	MessageRoleAssistant MessageRole = "assistant"
@@ -957,6 +1020,51 @@ type GenerateResult struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// KVEventsInfo defines model for KVEventsInfo.
+type KVEventsInfo struct {
+	// DecodeErrors Undecodable messages dropped.
+	DecodeErrors int64 `json:"decode_errors"`
+
+	// Endpoint ZMQ endpoint dialed, or the gRPC worker URL.
+	Endpoint *string `json:"endpoint,omitempty"`
+
+	// Gaps Sequence gaps seen.
+	Gaps int64 `json:"gaps"`
+
+	// LagMs Arrival minus the engine's timestamp of the last batch, milliseconds (clock skew included).
+	LagMs float64 `json:"lag_ms"`
+
+	// LastSequence Sequence number of the last batch applied.
+	LastSequence *int64 `json:"last_sequence,omitempty"`
+
+	// Reason Why routing is approximate.
+	Reason *string `json:"reason,omitempty"`
+
+	// Resets Times the worker's entries were dropped (unrecovered gap, engine restart).
+	Resets int64 `json:"resets"`
+
+	// Routing How cache_aware scores this worker: by its engine's KV events, or with the approximate tree.
+	Routing KVEventsInfoRouting `json:"routing"`
+
+	// State live: connected and current; connecting: not connected (yet); stalled: silent while requests were routed to the worker; disabled: the engine offers no stream; none: no subscription.
+	State KVEventsInfoState `json:"state"`
+
+	// Tokenizer The gateway can tokenize this worker's model's prompts before selection.
+	Tokenizer bool `json:"tokenizer"`
+
+	// Transport Subscription transport.
+	Transport *KVEventsInfoTransport `json:"transport,omitempty"`
+}
+
+// KVEventsInfoRouting How cache_aware scores this worker: by its engine's KV events, or with the approximate tree.
+type KVEventsInfoRouting string
+
+// KVEventsInfoState live: connected and current; connecting: not connected (yet); stalled: silent while requests were routed to the worker; disabled: the engine offers no stream; none: no subscription.
+type KVEventsInfoState string
+
+// KVEventsInfoTransport Subscription transport.
+type KVEventsInfoTransport string
+
 // Message defines model for Message.
 type Message struct {
 	Content []ContentPart `json:"content"`
@@ -1305,7 +1413,8 @@ type WorkerInfo struct {
 	KvConnector *string `json:"kv_connector,omitempty"`
 
 	// KvEngineId vLLM KV engine id.
-	KvEngineId *string `json:"kv_engine_id,omitempty"`
+	KvEngineId *string       `json:"kv_engine_id,omitempty"`
+	KvEvents   *KVEventsInfo `json:"kv_events,omitempty"`
 
 	// KvRole vLLM kv_role.
 	KvRole *string `json:"kv_role,omitempty"`

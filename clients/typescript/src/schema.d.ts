@@ -771,6 +771,54 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        KVEventsInfo: {
+            /**
+             * Format: int64
+             * @description Undecodable messages dropped.
+             */
+            decode_errors: number;
+            /** @description ZMQ endpoint dialed, or the gRPC worker URL. */
+            endpoint?: string;
+            /**
+             * Format: int64
+             * @description Sequence gaps seen.
+             */
+            gaps: number;
+            /**
+             * Format: double
+             * @description Arrival minus the engine's timestamp of the last batch, milliseconds (clock skew included).
+             */
+            lag_ms: number;
+            /**
+             * Format: int64
+             * @description Sequence number of the last batch applied.
+             */
+            last_sequence?: number;
+            /** @description Why routing is approximate. */
+            reason?: string;
+            /**
+             * Format: int64
+             * @description Times the worker's entries were dropped (unrecovered gap, engine restart).
+             */
+            resets: number;
+            /**
+             * @description How cache_aware scores this worker: by its engine's KV events, or with the approximate tree.
+             * @enum {string}
+             */
+            routing: "events" | "approximate";
+            /**
+             * @description live: connected and current; connecting: not connected (yet); stalled: silent while requests were routed to the worker; disabled: the engine offers no stream; none: no subscription.
+             * @enum {string}
+             */
+            state: "live" | "connecting" | "stalled" | "disabled" | "none";
+            /** @description The gateway can tokenize this worker's model's prompts before selection. */
+            tokenizer: boolean;
+            /**
+             * @description Subscription transport.
+             * @enum {string}
+             */
+            transport?: "zmq" | "grpc";
+        };
         Message: {
             content: components["schemas"]["ContentPart"][];
             id: string;
@@ -1112,6 +1160,7 @@ export interface components {
             kv_connector?: string;
             /** @description vLLM KV engine id. */
             kv_engine_id?: string;
+            kv_events?: components["schemas"]["KVEventsInfo"];
             /** @description vLLM kv_role. */
             kv_role?: string;
             /** @description Labels: registered ones over discovered engine metadata. */

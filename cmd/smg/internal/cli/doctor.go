@@ -34,6 +34,12 @@ type doctorWorker struct {
 	KVEngineID     string            `json:"kv_engine_id"`
 	Status         string            `json:"status"`
 	Queued         int64             `json:"queued"`
+	// KVEvents is present when the gateway runs --kv-events-routing.
+	KVEvents *struct {
+		State   string `json:"state"`
+		Routing string `json:"routing"`
+		Reason  string `json:"reason"`
+	} `json:"kv_events"`
 }
 
 // doctorReport is the --json output.
@@ -174,6 +180,19 @@ type doctorProbes struct {
 	health                 func(context.Context, worker.Worker) error
 }
 
+// anyEvents reports whether some listed worker is routed by its KV events: then a worker
+// without a subscription is a gap in a mixed fleet worth a note. A fleet where none has
+// one (the default for engines that publish nothing) gets notes only for subscriptions
+// that do not deliver.
+func anyEvents(ds []doctorWorker) bool {
+	for _, d := range ds {
+		if d.KVEvents != nil && d.KVEvents.Routing == "events" {
+			return true
+		}
+	}
+	return false
+}
+
 // runDoctor converts the listing and runs the checks.
 func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, p doctorProbes) doctorReport {
 	ws := make([]worker.Worker, 0, len(ds))
@@ -193,6 +212,9 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 		if d.Queued > 0 {
 			queued += d.Queued
 			notReady = append(notReady, doctor.QueueBacklog(d.ID, d.URL, d.Queued))
+		}
+		if k := d.KVEvents; k != nil && k.Routing == "approximate" && w.Role != worker.RoleEncode && (k.State != "none" || anyEvents(ds)) {
+			notReady = append(notReady, doctor.KVEventsApproximate(w, k.State, k.Reason))
 		}
 	}
 	o := doctor.Options{Mode: m, Timeout: p.timeout}

@@ -33,6 +33,7 @@ type doctorWorker struct {
 	KVRole         string            `json:"kv_role"`
 	KVEngineID     string            `json:"kv_engine_id"`
 	Status         string            `json:"status"`
+	DPRank         *int              `json:"dp_rank"`
 }
 
 // doctorReport is the --json output.
@@ -179,7 +180,7 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 	for _, d := range ds {
 		w := worker.Worker{ID: d.ID, URL: d.URL, Role: worker.Role(d.WorkerType), Runtime: worker.Runtime(d.RuntimeType),
 			Mode: worker.ConnectionMode(d.ConnectionMode), Labels: d.Labels, BootstrapPort: d.BootstrapPort,
-			KVConnector: d.KVConnector, KVRole: d.KVRole, KVEngineID: d.KVEngineID}
+			KVConnector: d.KVConnector, KVRole: d.KVRole, KVEngineID: d.KVEngineID, DPRank: d.DPRank}
 		if d.ModelID != "" {
 			w.Models = []string{d.ModelID}
 		}

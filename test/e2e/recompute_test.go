@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,4 +39,45 @@ func TestVLLMSilentRecomputeIsCountedOverHTTP(t *testing.T) {
 	waitIdle(t, f.Sims()...)
 	assert.EqualValues(t, 1, f.Decodes[0].Stats().RecomputedPrompts)
 	assert.Equal(t, n, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dec, "connector", "nixl"))
+}
+
+// A streamed answer is read too, from the decode's own usage event when the client asked for
+// one (stream_options.include_usage; the gateway adds none, so the client's stream stays as
+// the engine sent it): the recompute moves the counter by the prompt tokens, once.
+func TestVLLMSilentRecomputeIsCountedInAStream(t *testing.T) {
+	t.Parallel()
+	f := vllmFleet(t, sim.ConnectorNixl, 1, 1)
+	dec := f.Decodes[0].URL()
+	prompt := strings.Repeat("a prompt long enough to span several KV pages ", 4)
+	promptTokens := regexp.MustCompile(`"prompt_tokens":(\d+)`)
+
+	body := apiCompletions.body("streamed healthy "+prompt, 2, true)
+	body["stream_options"] = map[string]any{"include_usage": true}
+	r := f.Gateway.Post(t, apiCompletions.path, body, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	waitIdle(t, f.Sims()...)
+	assert.Zero(t, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total"), "the decode received the KV")
+
+	body = apiCompletions.body("streamed recomputed "+prompt, 2, true)
+	body["stream_options"] = map[string]any{"include_usage": true}
+	body["sim_fault"] = "prefill:no-kv-params"
+	r = f.Gateway.Post(t, apiCompletions.path, body, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	m := promptTokens.FindSubmatch(r.Body)
+	require.NotNil(t, m, "a usage event: %s", r.Body)
+	n, err := strconv.Atoi(string(m[1]))
+	require.NoError(t, err)
+	require.Greater(t, n, 16, "longer than one page")
+	waitIdle(t, f.Sims()...)
+	assert.EqualValues(t, 1, f.Decodes[0].Stats().RecomputedPrompts)
+	assert.EqualValues(t, n, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dec, "connector", "nixl"))
+
+	// Without a usage event there is nothing to read: not counted (documented).
+	body = apiCompletions.body("streamed unmeasured "+prompt, 2, true)
+	body["sim_fault"] = "prefill:no-kv-params"
+	r = f.Gateway.Post(t, apiCompletions.path, body, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	assert.NotContains(t, string(r.Body), `"usage":{`, "the client's stream gets no usage it did not ask for")
+	waitIdle(t, f.Sims()...)
+	assert.EqualValues(t, n, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dec, "connector", "nixl"))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
 )
 
@@ -80,4 +81,26 @@ func TestVLLMSilentRecomputeIsCountedInAStream(t *testing.T) {
 	assert.NotContains(t, string(r.Body), `"usage":{`, "the client's stream gets no usage it did not ask for")
 	waitIdle(t, f.Sims()...)
 	assert.EqualValues(t, n, f.Gateway.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dec, "connector", "nixl"))
+}
+
+// A Mooncake prefill registered without kv_engine_id: the gateway cannot mint the handoff,
+// the decode recomputes, and the counter moves by the prompt tokens under
+// connector="mooncake" (the pair's transport), the decode named.
+func TestMooncakeWithoutEngineIDRecomputeIsCounted(t *testing.T) {
+	t.Parallel()
+	pre := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill, KVConnector: sim.ConnectorMooncake})
+	dec := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorMooncake})
+	g := fleet.StartGateway(t, fleet.DefaultConfig())
+	g.Register(t, map[string]any{"url": pre.URL(), "worker_type": "prefill", "kv_connector": "MooncakeConnector",
+		"bootstrap_port": pre.BootstrapPort()})
+	g.Register(t, fleet.WorkerSpec(dec))
+	g.WaitWorkers(t, 2)
+	prompt := "no engine id " + strings.Repeat("a prompt long enough to span several KV pages ", 4)
+	r := g.Post(t, apiCompletions.path, apiCompletions.body(prompt, 2, false), nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	n := r.Object(t)["usage"].(map[string]any)["prompt_tokens"].(float64)
+	require.Greater(t, n, 16.0, "longer than one page")
+	waitIdle(t, pre, dec)
+	assert.EqualValues(t, 1, dec.Stats().RecomputedPrompts)
+	assert.Equal(t, n, g.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dec.URL(), "connector", "mooncake"))
 }

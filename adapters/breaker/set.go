@@ -60,16 +60,15 @@ func (s *Set) Attach(l *worker.Live) *Breaker {
 }
 
 // Forget drops the breaker of a removed worker and its series. A worker re-registered later
-// starts with a closed breaker.
+// starts with a closed breaker. The series are deleted under the Set's lock, which Record
+// holds while it applies an outcome, so a leg result racing the removal cannot bring a
+// forgotten worker's series back.
 func (s *Set) Forget(l *worker.Live) {
 	s.mu.Lock()
-	b, ok := s.byID[l.ID]
-	if ok {
+	defer s.mu.Unlock()
+	if b, ok := s.byID[l.ID]; ok {
 		delete(s.byID, l.ID)
 		b.pool.leave(b)
-	}
-	s.mu.Unlock()
-	if ok {
 		s.m.ForgetCB(b.worker)
 	}
 }
@@ -89,7 +88,9 @@ func (s *Set) Record(l *worker.Live, status int, err error) {
 	if l == nil {
 		return
 	}
-	if b := s.Get(l.ID); b != nil {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if b := s.byID[l.ID]; b != nil {
 		o := Classify(status, err)
 		if o == Failure || o == Timeout {
 			l.NoteFailure(time.Now())

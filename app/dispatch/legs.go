@@ -63,6 +63,9 @@ type open struct {
 	forceJSON bool
 	// keep reads the prefill body for its logprobs before the decode output is relayed.
 	keep bool
+	// recomputeRead is set once a streamed decode's own usage was read for a silent
+	// recompute (the detector counts each answer once).
+	recomputeRead bool
 	// usage is the prompt usage the prefill computed (set by awaitPrefill, or at once on the
 	// sequential path); nil when the prefill reported none.
 	usage *handoff.PromptUsage

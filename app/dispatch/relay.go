@@ -319,8 +319,18 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 // cached, because its KV came through the handoff. The first event that carries a cached
 // count waits for the prefill's numbers (it ended already in practice: the decode's output
 // needed its KV); a prefill that reported none leaves the events as they are.
+//
+// The decode's own usage in the stream (there only when the client asked for it, e.g.
+// stream_options.include_usage: the gateway does not add it, so the client's stream stays
+// as the engine sent it) is read first for a silent recompute, once per answer.
 func (d *Dispatcher) prefillUsageInto(o *open, span []byte) []byte {
 	return handoff.RewriteDataLines(span, func(p []byte) ([]byte, bool) {
+		if !o.recomputeRead && handoff.MayCarryUsage(p) {
+			if u, ok := handoff.PrefillUsage(o.route, p); ok && u.HasCached {
+				o.recomputeRead = true
+				d.recomputes.Note(o.reqCtx, d.log, d.metrics, o.prefill, o.decode, int(u.Prompt), int(u.Cached))
+			}
+		}
 		if !handoff.NeedsPrefillUsage(o.route, p) {
 			return nil, false
 		}

@@ -2,7 +2,8 @@
 // badly: legs that pair with nothing (and which components differ), vLLM workers without a
 // KV connector (decode recomputes every prompt), Mooncake prefills without an engine id,
 // SGLang prefills without a reachable bootstrap port, workers that are not ready, workers that
-// fail a health probe of their own. It works on the workers a gateway reports (GET /workers),
+// fail a health probe of their own, and what a gRPC servicer silently does not do (no KV
+// layout reported, data_parallel_rank ignored). It works on the workers a gateway reports (GET /workers),
 // and probes each of them itself, so a worker that died since the gateway's last probe is seen.
 package doctor
 
@@ -109,6 +110,7 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 	out = append(out, contextMismatch(prefills, decodes, o.Mode)...)
 	for _, w := range ws {
 		out = append(out, perWorker(ctx, w, o)...)
+		out = append(out, servicerGaps(w)...)
 	}
 	out = append(out, probeHealth(ctx, ws, o)...)
 	out = append(out, decodeOnly(ws)...)

@@ -120,13 +120,15 @@ func TestContextMismatch(t *testing.T) {
 func TestNixlProbeSkipsGRPCWorkers(t *testing.T) {
 	t.Parallel()
 	nixl := func(id, url string, mode worker.ConnectionMode) worker.Worker {
-		return worker.Worker{ID: id, URL: url, Mode: mode, Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"}
+		return worker.Worker{ID: id, URL: url, Mode: mode, Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"kv_cache_dtype": "auto"}} // a servicer that reports its layout
 	}
 	ws := []worker.Worker{
 		nixl("p-grpc", "grpc://127.0.0.1:50051", worker.ConnGRPC),
 		nixl("p-grpc-nomode", "grpcs://127.0.0.1:50052", ""),
 		nixl("p-http", "http://127.0.0.1:8100", worker.ConnHTTP),
-		{ID: "d", URL: "grpc://127.0.0.1:50053", Mode: worker.ConnGRPC, Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+		{ID: "d", URL: "grpc://127.0.0.1:50053", Mode: worker.ConnGRPC, Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"kv_cache_dtype": "auto"}},
 	}
 	var probed []string
 	fs := doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeLenient,
@@ -177,5 +179,45 @@ func TestHealthProbeNamesTheFailingWorkerWithinOneTimeout(t *testing.T) {
 	for _, f := range fs {
 		assert.Equal(t, doctor.SeverityError, f.Severity)
 		assert.Contains(t, f.Message, "deadline exceeded")
+	}
+}
+
+// What a gRPC servicer silently does not do: a published vLLM servicer reports no KV layout
+// (a newer one does); SGLang's ignores a --dp-aware rank's data_parallel_rank. HTTP workers
+// and other engines get neither finding.
+func TestServicerGapsAreNamed(t *testing.T) {
+	t.Parallel()
+	rank := 1
+	ws := []worker.Worker{
+		{ID: "v-old", URL: "grpc://127.0.0.1:1", Mode: worker.ConnGRPC, Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+		{ID: "v-new", URL: "grpc://127.0.0.1:2", Mode: worker.ConnGRPC, Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector",
+			Labels: map[string]string{"kv_cache_dtype": "auto", "block_size": "16"}},
+		{ID: "v-http", URL: "http://127.0.0.1:3", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, KVConnector: "NixlConnector"},
+		{ID: "sg-dp", URL: "grpc://127.0.0.1:4@1", Mode: worker.ConnGRPC, Role: worker.RoleDecode, Runtime: worker.RuntimeSGLang, DPRank: &rank},
+		{ID: "sg-http-dp", URL: "http://127.0.0.1:5@1", Role: worker.RoleDecode, Runtime: worker.RuntimeSGLang, DPRank: &rank},
+	}
+	fs := doctor.Check(context.Background(), ws, doctor.Options{Mode: pairing.ModeLenient})
+	gaps := func(id string) []string { // the SGLang decodes pair with no vLLM prefill: not the point here
+		var out []string
+		for _, k := range kinds(fs, id) {
+			if k == doctor.KindLayoutUnreported || k == doctor.KindDPPinIgnored {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []string{doctor.KindLayoutUnreported}, gaps("v-old"))
+	assert.Empty(t, gaps("v-new"))
+	assert.Empty(t, gaps("v-http"))
+	assert.Equal(t, []string{doctor.KindDPPinIgnored}, gaps("sg-dp"))
+	assert.Empty(t, gaps("sg-http-dp"))
+	for _, f := range fs {
+		switch f.Kind {
+		case doctor.KindLayoutUnreported:
+			assert.Equal(t, doctor.SeverityWarning, f.Severity)
+			assert.Contains(t, f.Message, "strict")
+		case doctor.KindDPPinIgnored:
+			assert.Contains(t, f.Message, "ignores data_parallel_rank")
+		}
 	}
 }

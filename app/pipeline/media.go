@@ -103,6 +103,11 @@ func (m *mediaPrep) processor(cfg config.Config, p *worker.Live) (*media.Process
 	return media.NewProcessor(media.DefaultQwen25VL()), nil
 }
 
+// labelMediaRefSchemes is the label a vLLM gRPC worker's GetServerInfo
+// mm_media_ref_schemes=17 becomes (comma-separated URL schemes its servicer fetches); only
+// servicers that take GenerateRequest.media_refs report it.
+const labelMediaRefSchemes = "mm_media_ref_schemes"
+
 // prepareMedia is the media stage (seed "Multimodal Requests"): it finds the chat's image
 // parts; with --mm-processing gateway it fetches and prepares each image (Qwen2-VL
 // processor) and expands its <|image_pad|> in the prompt ids to the image's token count;
@@ -126,6 +131,12 @@ func (pl *Pipeline) prepareMedia(ctx context.Context, j *job, proto protocol, p 
 		if proto != sequentialVLLM {
 			return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported,
 				"%s PD takes gateway-prepared media only; this gateway runs --mm-processing worker", p.Runtime)
+		}
+		if p.Labels[labelMediaRefSchemes] == "" {
+			// A servicer without GetServerInfo mm_media_ref_schemes predates media_refs: it
+			// would drop the references as an unknown field and answer without the images.
+			return errs.New(http.StatusBadRequest, wire.CodeMultimodalNotSupported,
+				"prefill worker %s reports no mm_media_ref_schemes: its vLLM servicer predates worker-side media references (SMG vLLM servicer 1.11+); use --mm-processing gateway", p.ID)
 		}
 		j.mm = &mmJob{refs: refs, workerSide: true}
 		return nil

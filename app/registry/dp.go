@@ -81,6 +81,10 @@ func (s *Service) expandLocked(l *worker.Live, detected worker.Worker, n int, en
 	}
 	s.log.Info("worker ready as DP ranks", "worker", worker.RedactURL(base), "worker_id", l.ID, "dp_size", n,
 		"worker_type", string(detected.Role), "runtime_type", string(detected.Runtime), "models", detected.Models)
+	if detected.Runtime == worker.RuntimeSGLang && detected.Mode == worker.ConnGRPC {
+		s.log.Warn("--dp-aware pinning has no effect on this worker: SGLang's gRPC servicer ignores data_parallel_rank and its scheduler picks the rank",
+			"worker", worker.RedactURL(base), "worker_id", l.ID, "dp_size", n)
+	}
 }
 
 // lookupURL is the registered worker at url; under --dp-aware a URL expanded into ranks is

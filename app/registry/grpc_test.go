@@ -46,7 +46,8 @@ func TestGRPCWorkersRegisterFromServerInfo(t *testing.T) {
 	sgP := startGRPCSim(t, grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: grpcsim.RolePrefill, MaxRunningRequests: 64})
 	sgD := startGRPCSim(t, grpcsim.Config{Engine: grpcsim.EngineSGLang, Role: grpcsim.RoleDecode, MaxRunningRequests: 64})
 	vP := startGRPCSim(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RolePrefill, EngineID: "p-eng",
-		KVConnector: grpcsim.ConnectorMulti, MultiChildren: []string{grpcsim.ConnectorNixl}})
+		KVConnector: grpcsim.ConnectorMulti, MultiChildren: []string{grpcsim.ConnectorNixl}, VLLMServicer: grpcsim.VLLMServicer111})
+	vPub := startGRPCSim(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RoleDecode})
 	tsD := startGRPCSim(t, grpcsim.Config{Engine: grpcsim.EngineTokenSpeed, Role: grpcsim.RoleDecode, MaxNumSeqs: 8, PairingProtocol: "ts-1"})
 	port := sgP.BootstrapPort()
 
@@ -66,6 +67,8 @@ func TestGRPCWorkersRegisterFromServerInfo(t *testing.T) {
 	assert.Equal(t, "p-eng", v.EngineID())
 	assert.True(t, v.EngineIDConfirmed(), "registration read the id")
 	assert.Equal(t, "vllm/nixl/dtype=auto,page=16,attn=FLASH_ATTN,model=torch.bfloat16", selection.PairingKey(v.Worker))
+	pub := readyWorker(t, s, registry.Spec{URL: vPub.URL(), WorkerType: "decode"})
+	assert.Equal(t, "vllm/nixl/?", selection.PairingKey(pub.Worker), "the published vLLM servicer reports no layout")
 
 	ts := readyWorker(t, s, registry.Spec{URL: tsD.URL(), WorkerType: "decode"})
 	assert.Equal(t, worker.RuntimeTokenSpeed, ts.Runtime)

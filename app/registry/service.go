@@ -367,11 +367,13 @@ func (s *Service) current(l *worker.Live) bool {
 }
 
 // Get returns the worker with id. Errors: 400 BAD_REQUEST for a non-UUID id, 404
-// WORKER_NOT_FOUND for an unknown one (smg-spec.md §3.4).
+// WORKER_NOT_FOUND for an unknown one (smg-spec.md §3.4). Like List, it waits for a registry
+// change in progress, so a worker it no longer finds has had its removal fully applied.
 func (s *Service) Get(id string) (*worker.Live, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, errs.New(400, wire.CodeWorkerBadRequest, "Invalid worker_id '%s' (expected UUID). Error: %v", id, err)
 	}
+	s.settled()
 	l, err := s.store.Get(id)
 	if err != nil {
 		return nil, errs.New(404, wire.CodeWorkerNotFound, "Worker %s not found", id)
@@ -379,8 +381,22 @@ func (s *Service) Get(id string) (*worker.Live, error) {
 	return l, nil
 }
 
-// List returns every registered worker in registration order.
-func (s *Service) List() []*worker.Live { return s.store.List() }
+// List returns every registered worker in registration order. It waits for a registry
+// change in progress: the store drops a worker from its listing before its subscribers
+// (breakers, metrics, policies) have seen the removal, so without the wait GET /workers could
+// show a worker gone while its smg_worker_cb_state series is still exported.
+func (s *Service) List() []*worker.Live {
+	s.settled()
+	return s.store.List()
+}
+
+// settled returns once no registry change (a store Add, Replace or Remove made under s.mu,
+// with its subscriber notifications) is in progress. Never call it with s.mu held.
+func (s *Service) settled() {
+	//lint:ignore SA2001 an empty critical section: waiting for the holder is the point
+	s.mu.Lock()
+	s.mu.Unlock()
+}
 
 // Remove unregisters the worker with id (smg-spec.md §3.4): a ready worker is marked
 // draining (not routable) and removed after its drain settle time (health.drain_settle_secs,

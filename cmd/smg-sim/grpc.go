@@ -19,14 +19,18 @@ type grpcFlags struct {
 	statsPort, maxNumSeqs, dpSize, dpRank, pageSize                     int
 	pairingProtocol, multiChildren, multiChildID                        string
 	kvCacheDtype, attentionBackend, modelDtype, transferBackend, kvRole string
-	languageModelOnly                                                   bool
+	vllmServicer                                                        string
+	languageModelOnly, sglangDPRankPin                                  bool
 }
 
 func (g *grpcFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&g.statsPort, "stats-port", 0, "gRPC: HTTP port of GET /sim/stats and POST /sim/reset (0 = pick a free port)")
 	f.IntVar(&g.maxNumSeqs, "max-num-seqs", 0, "gRPC TokenSpeed: running window reported as server_args max_num_seqs (default 256)")
 	f.StringVar(&g.pairingProtocol, "pairing-protocol", "", "gRPC: the servicer's SMG_PAIRING_PROTOCOL (trimmed; empty = unset)")
-	f.IntVar(&g.dpSize, "dp-size", 0, "gRPC: attention-DP size; with >1 a TokenSpeed room whose room % dp-size differs from --dp-rank is an error")
+	f.IntVar(&g.dpSize, "dp-size", 0, "attention-DP size; gRPC: with >1 a TokenSpeed room whose room % dp-size differs from --dp-rank is an error; HTTP SGLang: /server_info dp_size, every leg needs routed_dp_rank below it")
+	f.StringVar(&g.vllmServicer, "vllm-servicer", grpcsim.VLLMServicerPublished, "gRPC vLLM: SMG servicer version simulated: "+grpcsim.VLLMServicerPublished+
+		" (published: GetServerInfo fields 1-10, no media_refs/media_identity) or "+grpcsim.VLLMServicer111+" (adds fields 11-17, media_refs, media_identity)")
+	f.BoolVar(&g.sglangDPRankPin, "sglang-dp-rank-pin", false, "gRPC SGLang: honour GenerateRequest.data_parallel_rank (no published SGLang servicer reads it; default: ignored, legs land on --dp-rank)")
 	f.IntVar(&g.dpRank, "dp-rank", 0, "gRPC: this instance's DP rank")
 	f.BoolVar(&g.languageModelOnly, "language-model-only", false, "gRPC vLLM: report supports_vision=false and take expanded ids and per-item hashes only (media tensors are INVALID_ARGUMENT)")
 	f.StringVar(&g.multiChildren, "multi-children", "", "gRPC vLLM MultiConnector: comma-separated child connectors (default NixlConnector)")
@@ -73,6 +77,7 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 		PrefillTokensPerS: c.PrefillTokensPerS, PrefillFixed: c.PrefillFixed, PrefillChunkTokens: c.PrefillChunkTokens,
 		KVTransferPerBlock: c.KVTransferPerBlock, MaxRunning: c.MaxRunning, KVCacheBlocks: c.KVCacheBlocks,
 		Faults: c.Faults, HangMax: c.HangMax, LanguageModelOnly: g.languageModelOnly,
+		VLLMServicer: g.vllmServicer, SGLangDPRankPin: g.sglangDPRankPin,
 		KVEventsConfig: c.KVEventsConfig, KVEventsArray: c.KVEventsArray,
 	}
 }

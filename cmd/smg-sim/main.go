@@ -106,6 +106,7 @@ them. SIGINT/SIGTERM stop it cleanly.`,
 			if cfg.Engine == "tokenspeed" {
 				return fmt.Errorf("--engine tokenspeed is gRPC-only: add --transport grpc")
 			}
+			cfg.DPSize = g.dpSize // SGLang HTTP: /server_info dp_size, routed_dp_rank checked
 			return runFn(cmd.Context(), cfg, n, cmd.OutOrStdout())
 		},
 	}

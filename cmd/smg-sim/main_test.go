@@ -116,7 +116,7 @@ func TestRunGRPCServesTheEngineServiceAndStats(t *testing.T) {
 	var out lockedBuffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--transport", "grpc", "--engine", "vllm", "--role", "decode", "--engine-id", "g-1",
-		"--kv-connector", "MultiConnector", "--multi-children", "NixlConnector,LMCacheConnectorV1", "--pairing-protocol", "p"})
+		"--kv-connector", "MultiConnector", "--multi-children", "NixlConnector,LMCacheConnectorV1", "--pairing-protocol", "p", "--vllm-servicer", "1.11"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()

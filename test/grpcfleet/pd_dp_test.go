@@ -22,8 +22,10 @@ func dpFleet(t *testing.T, engine, connector string, pDP, dDP int) (*fleet.Gatew
 	t.Helper()
 	m, dir := qwen3(t)
 	mk := func(role string, dp int) grpcsim.Config {
+		// SGLang's servicer ignores data_parallel_rank; the pin is simulated so the per-rank
+		// counters show what the gateway sent.
 		return grpcsim.Config{Engine: engine, Role: role, Model: pdModel, TokenizerPath: dir, DPSize: dp,
-			KVConnector: connector, EngineID: role + "-engine"}
+			KVConnector: connector, EngineID: role + "-engine", SGLangDPRankPin: engine == grpcsim.EngineSGLang}
 	}
 	s := sims(t, mk(grpcsim.RolePrefill, pDP), mk(grpcsim.RoleDecode, dDP))
 	cfg := fleet.DefaultConfig()

@@ -123,7 +123,10 @@ func TestMMVLLMDecodeFullForNSamples(t *testing.T) {
 // worker-side references are refused with non-retryable 400s before any leg is contacted.
 func TestMMVLLMLanguageModelOnlyRefusals(t *testing.T) {
 	t.Parallel()
-	lmo := func(role string, c *grpcsim.Config) { c.LanguageModelOnly = role == grpcsim.RoleDecode }
+	lmo := func(role string, c *grpcsim.Config) {
+		c.LanguageModelOnly = role == grpcsim.RoleDecode
+		c.VLLMServicer = grpcsim.VLLMServicer111 // worker-side media references
+	}
 	img := testPNG(t, 64, 48, 7)
 	cases := []struct {
 		name, code string
@@ -179,7 +182,9 @@ func TestMMVLLMMissingKVParams(t *testing.T) {
 // placeholders) instead of the references.
 func TestMMVLLMWorkerSideIdentityRelay(t *testing.T) {
 	t.Parallel()
-	g, p, d := mmFleet(t, grpcsim.EngineVLLM, nil, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
+	// media_refs and media_identity exist only in the v1.11-era vLLM servicer.
+	newer := func(_ string, c *grpcsim.Config) { c.VLLMServicer = grpcsim.VLLMServicer111 }
+	g, p, d := mmFleet(t, grpcsim.EngineVLLM, newer, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
 	url := "http://127.0.0.1:1/never-fetched-by-the-gateway.png"
 	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 5,
 		"messages": mmMessages("Look.", url)}, nil)
@@ -295,4 +300,21 @@ func TestMMContextLengthCountsImageTokens(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
 	assert.Equal(t, "context_length_exceeded", errCode(t, r))
 	assert.Zero(t, p.Stats().Requests+d.Stats().Requests)
+}
+
+// --mm-processing worker with a published vLLM servicer (no mm_media_ref_schemes): it would
+// drop media_refs as an unknown field and answer without the image, so the request is a
+// 400 multimodal_not_supported before any leg; text still flows.
+func TestMMVLLMWorkerSideRefusedByPublishedServicer(t *testing.T) {
+	t.Parallel()
+	g, p, d := mmFleet(t, grpcsim.EngineVLLM, nil, func(cfg *config.Config) { cfg.MMProcessing = config.MMProcessingWorker })
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 3,
+		"messages": mmMessages("Hi.", "http://127.0.0.1:1/never-fetched.png")}, nil)
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	assert.Equal(t, "multimodal_not_supported", errCode(t, r))
+	assert.Contains(t, string(r.Body), "mm_media_ref_schemes")
+	assert.Zero(t, p.Stats().Requests+d.Stats().Requests, "no leg contacted")
+	r = g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 2,
+		"messages": []map[string]string{{"role": "user", "content": "Hi."}}}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 }

@@ -117,3 +117,27 @@ func TestGRPCStreamingTokenSpeedAndVLLM(t *testing.T) {
 		})
 	}
 }
+
+// vLLM streams count delta completion_tokens (output_kind=DELTA, as the simulator now
+// sends): the streamed usage still counts every generated token, not the last delta.
+func TestVLLMGRPCStreamUsageCountsEveryDelta(t *testing.T) {
+	t.Parallel()
+	g, p, d := pdFleet(t, grpcsim.EngineVLLM, nil, nil)
+	const q = "Stream me a short answer."
+	r := g.Post(t, "/v1/chat/completions", map[string]any{"model": pdModel, "max_tokens": 9, "stream": true,
+		"stream_options": map[string]any{"include_usage": true},
+		"messages":       []map[string]string{{"role": "user", "content": q}}}, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	events, done := sseData(t, r.Body)
+	require.True(t, done, "the stream ends with [DONE]")
+	var usage map[string]any
+	for _, ev := range events {
+		if u, ok := ev["usage"].(map[string]any); ok {
+			usage = u
+		}
+	}
+	require.NotNil(t, usage, "include_usage sends a usage chunk")
+	assert.EqualValues(t, len(chatPrompt(t, q)), usage["prompt_tokens"])
+	assert.EqualValues(t, 9, usage["completion_tokens"])
+	handoffClean(t, p, d, 1)
+}

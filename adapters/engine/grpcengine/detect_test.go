@@ -79,7 +79,7 @@ func TestDetectTokenSpeedFoldsParallelSizesAndReportsMaxNumSeqs(t *testing.T) {
 func TestDetectVLLMFlattensServerInfo(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RolePrefill, EngineID: "eng-a",
-		KVConnector: grpcsim.ConnectorMooncake, PairingProtocol: "p1"})
+		KVConnector: grpcsim.ConnectorMooncake, PairingProtocol: "p1", VLLMServicer: grpcsim.VLLMServicer111})
 	info := detect(t, newPool(t), s.URL(), worker.RuntimeUnspecified)
 	assert.Equal(t, worker.RuntimeVLLM, info.Runtime)
 	assert.Equal(t, "MooncakeConnector", info.KVConnector)

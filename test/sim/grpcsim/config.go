@@ -38,6 +38,17 @@ const (
 	TokenSpeedVersion = "0.3.0"
 )
 
+// vLLM servicer versions for [Config.VLLMServicer]: VLLMServicerPublished is the SMG vLLM
+// servicer current vLLM releases ship (GetServerInfo fields 1-10 only, no media_refs or
+// media_identity); VLLMServicer111 is the v1.11-era servicer that adds GetServerInfo fields
+// 11-17 (kv_cache_dtype, block_size, attention_backend, model_dtype, pairing_protocol,
+// mm_processor, mm_media_ref_schemes), GenerateRequest.media_refs and
+// GenerateComplete.media_identity (grpc.md §1.1).
+const (
+	VLLMServicerPublished = "1.9"
+	VLLMServicer111       = "1.11"
+)
+
 // Config describes one simulated gRPC engine instance. Zero values take the defaults noted.
 type Config struct {
 	// Engine is "sglang", "vllm" or "tokenspeed" (required).
@@ -89,6 +100,13 @@ type Config struct {
 	// MaxModelLen is the context length (server_args context_length, GetModelInfo
 	// max_context_length); longer prompts get INVALID_ARGUMENT. Default 32768.
 	MaxModelLen int
+	// VLLMServicer is the SMG vLLM servicer version simulated: "" or VLLMServicerPublished
+	// (default: what a real vLLM sends today), or VLLMServicer111 for the newer fields.
+	VLLMServicer string
+	// SGLangDPRankPin makes an SGLang instance honour GenerateRequest.data_parallel_rank.
+	// SGLang's servicer never reads it (the scheduler places the request; here on DPRank),
+	// so by default a pin has no effect, as on a real engine.
+	SGLangDPRankPin bool
 	// DPSize and DPRank: with DPSize > 1 (at most 64) the engine reports dp_size DPSize
 	// and a leg's data_parallel_rank pin must be a rank below it. A TokenSpeed leg lands on
 	// rank room % DPSize, as TokenSpeed's DP controller places it; a TokenSpeed prefill leg
@@ -210,6 +228,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.PrefillChunkTokens < 0 || c.KVTransferPerBlock < 0 || c.ITL < 0 || c.ITLPerRunning < 0 {
 		return c, fmt.Errorf("grpcsim: negative latency or size setting (page size %d, kv cache blocks %d)", c.PageSize, c.KVCacheBlocks)
 	}
+	switch c.VLLMServicer {
+	case "", VLLMServicerPublished, VLLMServicer111:
+	default:
+		return c, fmt.Errorf("grpcsim: vllm servicer %q: want %s or %s", c.VLLMServicer, VLLMServicerPublished, VLLMServicer111)
+	}
 	switch c.Engine {
 	case EngineSGLang, EngineVLLM, EngineTokenSpeed:
 	default:
@@ -301,3 +324,7 @@ func (c Config) transport() string {
 	}
 	return "room"
 }
+
+// vllmNewer reports whether the instance simulates the v1.11-era vLLM servicer
+// (VLLMServicer111).
+func (c Config) vllmNewer() bool { return c.VLLMServicer == VLLMServicer111 }

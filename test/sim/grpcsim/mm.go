@@ -125,8 +125,14 @@ func tokenspeedMMInput(in *tokenspeedpb.MultimodalInputs) *mmInput {
 	return m
 }
 
-func vllmMMInput(r *vllmpb.GenerateRequest) *mmInput {
+// vllmMMInput reads a vLLM request's multimodal input. A published servicer (newer false)
+// predates media_refs=10: its proto drops the field as unknown, so the references are never
+// seen and the prompt runs without them.
+func vllmMMInput(r *vllmpb.GenerateRequest, newer bool) *mmInput {
 	in, refs := r.GetMmInputs(), r.GetMediaRefs()
+	if !newer {
+		refs = nil
+	}
 	if in == nil && refs == nil {
 		return nil
 	}

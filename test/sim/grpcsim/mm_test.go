@@ -84,7 +84,7 @@ func TestMMTokenSpeedItemMetadataRequired(t *testing.T) {
 // returns the expanded prompt and the items as its media_identity; a count mismatch is
 // INVALID_ARGUMENT.
 func TestMMVLLMMediaRefsIdentity(t *testing.T) {
-	s := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RolePrefill})
+	s := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RolePrefill, VLLMServicer: grpcsim.VLLMServicer111})
 	c := vllmpb.NewVllmEngineClient(dial(t, s))
 	ids := []uint32{5, grpcsim.ImagePadID, 6}
 	refs := &vllmpb.MediaRefs{Items: []*vllmpb.MediaRef{{Modality: commonpb.Modality_IMAGE, Url: "http://127.0.0.1/a.png"}}}
@@ -101,4 +101,18 @@ func TestMMVLLMMediaRefsIdentity(t *testing.T) {
 	r = vGenerate(ctxT(t, 5*time.Second), c, &vllmpb.GenerateRequest{RequestId: "r2", Input: vTok([]uint32{5, 6}),
 		SamplingParams: &vllmpb.SamplingParams{MaxTokens: u32(2)}, MediaRefs: refs})
 	require.Equal(t, codes.InvalidArgument, status.Code(r.err))
+}
+
+// The published vLLM servicer predates media_refs: the field is dropped as unknown, the
+// prompt runs unexpanded and no media_identity comes back.
+func TestMMVLLMPublishedServicerIgnoresMediaRefs(t *testing.T) {
+	s := start(t, grpcsim.Config{Engine: grpcsim.EngineVLLM, Role: grpcsim.RolePrefill})
+	c := vllmpb.NewVllmEngineClient(dial(t, s))
+	refs := &vllmpb.MediaRefs{Items: []*vllmpb.MediaRef{{Modality: commonpb.Modality_IMAGE, Url: "http://127.0.0.1/a.png"}}}
+	r := vGenerate(ctxT(t, 5*time.Second), c, &vllmpb.GenerateRequest{RequestId: "r", Input: vTok([]uint32{5, grpcsim.ImagePadID, 6}),
+		SamplingParams: &vllmpb.SamplingParams{MaxTokens: u32(2)}, MediaRefs: refs})
+	require.NoError(t, r.err)
+	assert.Nil(t, r.complete.GetMediaIdentity())
+	assert.EqualValues(t, 3, r.complete.GetPromptTokens(), "the prompt as sent: the reference was never read")
+	assert.Zero(t, httpStats(t, s).MM.MediaRefs)
 }

@@ -36,7 +36,12 @@ func (x *sglangService) Generate(r *sglangpb.GenerateRequest, st grpc.ServerStre
 		x.s.recordSampling(Sampling{RequestID: req.id, Temperature: ptr(sp.GetTemperature()), TopP: ptr(sp.GetTopP()),
 			TopK: ptr(sp.GetTopK()), MinP: ptr(sp.GetMinP()), RepetitionPenalty: ptr(sp.GetRepetitionPenalty())})
 	}
-	if rank := int(r.GetDataParallelRank()); rank != 0 || x.s.cfg.DPSize > 1 {
+	// SGLang's servicer never reads data_parallel_rank: its scheduler places the request
+	// itself, here on rank DPRank. Only Config.SGLangDPRankPin honours the pin.
+	if rank := int(r.GetDataParallelRank()); x.s.cfg.SGLangDPRankPin && (rank != 0 || x.s.cfg.DPSize > 1) {
+		req.dpRank = &rank
+	} else if x.s.cfg.DPSize > 1 {
+		rank := x.s.cfg.DPRank
 		req.dpRank = &rank
 	}
 	return x.s.generate(st.Context(), req, func(ev event) error {

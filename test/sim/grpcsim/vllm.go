@@ -31,7 +31,7 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		return err
 	}
 	req.kvParams = p
-	req.mm = vllmMMInput(r)
+	req.mm = vllmMMInput(r, x.s.cfg.vllmNewer())
 	if sp := r.GetSamplingParams(); sp != nil && sp.Logprobs != nil {
 		req.logprobs, req.topLogprobs = true, int(sp.GetLogprobs())
 	}
@@ -46,14 +46,23 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 		rank := int(r.GetDataParallelRank())
 		req.dpRank = &rank
 	}
+	newer := x.s.cfg.vllmNewer()
 	return x.s.generate(st.Context(), req, func(ev event) error {
 		resp := &vllmpb.GenerateResponse{}
+		// vLLM streams with output_kind=DELTA: every streamed message counts the tokens it
+		// carries, not the running total (a non-streamed complete carries them all).
+		completion := ev.completionTokens
+		if req.stream {
+			completion = uint32(len(ev.ids))
+		}
 		switch {
 		case ev.malformed:
 		case ev.complete:
 			c := &vllmpb.GenerateComplete{OutputIds: ev.ids, FinishReason: ev.finish, PromptTokens: ev.promptTokens,
-				CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, KvTransferParamsJson: ev.kvParamsJSON, Index: ev.index,
-				MediaIdentity: ev.identity}
+				CompletionTokens: completion, CachedTokens: ev.cachedTokens, KvTransferParamsJson: ev.kvParamsJSON, Index: ev.index}
+			if newer {
+				c.MediaIdentity = ev.identity
+			}
 			if ev.matchedToken != nil {
 				c.MatchedStop = &vllmpb.GenerateComplete_MatchedTokenId{MatchedTokenId: *ev.matchedToken}
 			}
@@ -62,7 +71,7 @@ func (x *vllmService) Generate(r *vllmpb.GenerateRequest, st grpc.ServerStreamin
 			resp.Response = &vllmpb.GenerateResponse_Complete{Complete: c}
 		default:
 			resp.Response = &vllmpb.GenerateResponse_Chunk{Chunk: &vllmpb.GenerateStreamChunk{TokenIds: ev.ids,
-				PromptTokens: ev.promptTokens, CompletionTokens: ev.completionTokens, CachedTokens: ev.cachedTokens, Index: ev.index,
+				PromptTokens: ev.promptTokens, CompletionTokens: completion, CachedTokens: ev.cachedTokens, Index: ev.index,
 				OutputLogprobs: vllmLogprobs(req, ev)}}
 		}
 		return st.Send(resp)
@@ -90,15 +99,21 @@ func (x *vllmService) GetModelInfo(context.Context, *vllmpb.GetModelInfoRequest)
 }
 
 // GetServerInfo reports kv_connector/kv_role/kv_engine_id (MultiConnector reduced as SMG's
-// servicer does, grpc.md §1.9) and the pairing facts of fields 11-15 (grpc.md §1.1).
+// servicer does, grpc.md §1.9), fields 1-10. Only a newer servicer (Config.VLLMServicer
+// VLLMServicer111) also reports the pairing facts and media processing of fields 11-17
+// (grpc.md §1.1); the published one leaves them unset.
 func (x *vllmService) GetServerInfo(context.Context, *vllmpb.GetServerInfoRequest) (*vllmpb.GetServerInfoResponse, error) {
 	c := x.s.cfg
 	conn, id := c.connectorReport()
-	return &vllmpb.GetServerInfoResponse{ActiveRequests: uint32(x.s.c.running.Load()),
+	r := &vllmpb.GetServerInfoResponse{ActiveRequests: uint32(x.s.c.running.Load()),
 		UptimeSeconds: time.Since(x.s.start).Seconds(), ServerType: "vllm-grpc",
-		KvConnector: conn, KvRole: c.KVRole, KvEngineId: id, DataParallelSize: int32(max(c.DPSize, 1)),
-		KvCacheDtype: c.KVCacheDtype, BlockSize: int32(c.PageSize), AttentionBackend: c.AttentionBackend,
-		ModelDtype: c.ModelDtype, PairingProtocol: c.PairingProtocol}, nil
+		KvConnector: conn, KvRole: c.KVRole, KvEngineId: id, DataParallelSize: int32(max(c.DPSize, 1))}
+	if c.vllmNewer() {
+		r.KvCacheDtype, r.BlockSize, r.AttentionBackend = c.KVCacheDtype, int32(c.PageSize), c.AttentionBackend
+		r.ModelDtype, r.PairingProtocol = c.ModelDtype, c.PairingProtocol
+		r.MmProcessor, r.MmMediaRefSchemes = "inprocess", "http,https,data"
+	}
+	return r, nil
 }
 
 func (x *vllmService) GetLoads(context.Context, *vllmpb.GetLoadsRequest) (*vllmpb.GetLoadsResponse, error) {

@@ -40,6 +40,7 @@ type doctorWorker struct {
 		Routing string `json:"routing"`
 		Reason  string `json:"reason"`
 	} `json:"kv_events"`
+	DPRank *int `json:"dp_rank"`
 }
 
 // doctorReport is the --json output.
@@ -201,7 +202,7 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 	for _, d := range ds {
 		w := worker.Worker{ID: d.ID, URL: d.URL, Role: worker.Role(d.WorkerType), Runtime: worker.Runtime(d.RuntimeType),
 			Mode: worker.ConnectionMode(d.ConnectionMode), Labels: d.Labels, BootstrapPort: d.BootstrapPort,
-			KVConnector: d.KVConnector, KVRole: d.KVRole, KVEngineID: d.KVEngineID}
+			KVConnector: d.KVConnector, KVRole: d.KVRole, KVEngineID: d.KVEngineID, DPRank: d.DPRank}
 		if d.ModelID != "" {
 			w.Models = []string{d.ModelID}
 		}

@@ -157,8 +157,8 @@ func TestDoctorProbeSkipsGRPCWorkers(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"workers":[
-{"id":"p0","url":"grpc://127.0.0.1:1","model_id":"m","worker_type":"prefill","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready"},
-{"id":"d0","url":"grpc://127.0.0.1:2","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready"}]}`))
+{"id":"p0","url":"grpc://127.0.0.1:1","model_id":"m","worker_type":"prefill","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready","labels":{"kv_cache_dtype":"auto"}},
+{"id":"d0","url":"grpc://127.0.0.1:2","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready","labels":{"kv_cache_dtype":"auto"}}]}`))
 	}))
 	t.Cleanup(srv.Close)
 	// The listed workers do not exist: the health probe is off so only the NIXL probe is seen.

@@ -16,7 +16,6 @@ const (
 	NameFlowQueueSheds    = "smg_flow_queue_sheds_total"
 
 	LabelTenant = "tenant"
-	LabelReason = "reason"
 
 	// TenantAnonymous is the tenant label of requests without a tenant.
 	TenantAnonymous = "anonymous"

@@ -25,9 +25,13 @@ type item struct {
 	err error
 }
 
+// readAhead is how many messages a stream's reader may receive before the dispatch loop
+// takes them: a loop that finds messages waiting writes their events before one flush.
+const readAhead = 16
+
 // reader pumps a stream into a channel until the stream ends or stop is closed.
 func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
-	ch := make(chan item)
+	ch := make(chan item, readAhead)
 	go func() {
 		for {
 			ev, err := st.Recv()
@@ -156,6 +160,9 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		}
 	}
 	for !(prefillDone && decodeDone) {
+		if len(pch) == 0 && len(dch) == 0 {
+			r.flushIdle() // nothing waiting: what the events so far wrote leaves now
+		}
 		select {
 		case <-ptC:
 			ptC = nil

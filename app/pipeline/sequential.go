@@ -200,6 +200,9 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
 	defer stopDT()
 	for {
+		if len(dch) == 0 {
+			r.flushIdle() // nothing waiting: what the events so far wrote leaves now
+		}
 		select {
 		case <-dtC:
 			dtC = nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,14 +15,27 @@ import (
 	"github.com/smg-go/smg/domain/text/texttest"
 )
 
-// freshTokenizer parses model's tokenizer for this test alone (a cache attached to the
-// shared texttest instance would leak into other tests).
-func freshTokenizer(t *testing.T, model string) *text.Tokenizer {
+var (
+	privateMu   sync.Mutex
+	privateToks = map[string]*text.Tokenizer{}
+)
+
+// cacheTokenizer is model's tokenizer for the cache tests alone (a cache attached to the
+// shared texttest instance would leak into other tests), parsed once: parsing is slow under
+// -race. The cache tests do not run in parallel; each attaches its own cache first.
+func cacheTokenizer(t *testing.T, model string, c *text.EncodeCache) *text.Tokenizer {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(texttest.Dir(t, model), "tokenizer.json"))
-	require.NoError(t, err)
-	tok, err := text.Parse(data)
-	require.NoError(t, err)
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	tok, ok := privateToks[model]
+	if !ok {
+		data, err := os.ReadFile(filepath.Join(texttest.Dir(t, model), "tokenizer.json"))
+		require.NoError(t, err)
+		tok, err = text.Parse(data)
+		require.NoError(t, err)
+		privateToks[model] = tok
+	}
+	tok.UseCache(c)
 	return tok
 }
 
@@ -34,14 +48,12 @@ func bothLayers() text.EncodeCacheOptions {
 // cold, warm (L0 hits) and with every layer combination, on a byte-level BPE (Qwen3) and a
 // SentencePiece-style (Llama-2) tokenizer.
 func TestEncodeCacheKeepsReferenceIDs(t *testing.T) {
-	t.Parallel()
 	texts := corpus(t)
 	for _, model := range []string{texttest.Qwen3, texttest.Llama2} {
 		var golden []goldenIDs
 		readJSON(t, "golden_ids_"+model+".json", &golden)
 		for _, o := range []text.EncodeCacheOptions{bothLayers(), {L0: true, L0MaxEntries: 4, L0MaxBytes: 1 << 20}, {L1: true, L1MaxBytes: 1 << 20}} {
-			tok := freshTokenizer(t, model)
-			tok.UseCache(text.NewEncodeCache(o))
+			tok := cacheTokenizer(t, model, text.NewEncodeCache(o))
 			for round := range 2 {
 				for _, g := range golden {
 					ids := tok.Encode(texts[g.Name], false)
@@ -71,11 +83,9 @@ func chatML(msgs ...string) string {
 // earlier messages (the pieces between added tokens) in L1, and only its new message is
 // encoded. Hits, misses and reused bytes are counted per layer.
 func TestEncodeCacheHitsAndChatPrefixes(t *testing.T) {
-	t.Parallel()
-	tok := freshTokenizer(t, texttest.Qwen3)
-	ref := freshTokenizer(t, texttest.Qwen3)
+	ref := texttest.Tokenizer(t, texttest.Qwen3) // no cache
 	c := text.NewEncodeCache(bothLayers())
-	tok.UseCache(c)
+	tok := cacheTokenizer(t, texttest.Qwen3, c)
 	system := "You are a careful assistant who answers in full sentences and cites sources."
 	turn1 := chatML(system, "What is the capital of France, and why is it famous?")
 	turn2 := chatML(system, "What is the capital of France, and why is it famous?", "And what river runs through it, please?")
@@ -101,8 +111,7 @@ func TestEncodeCacheHitsAndChatPrefixes(t *testing.T) {
 	assert.Equal(t, 3, s.L1Entries)
 
 	// add_special_tokens is part of L0's key.
-	llama := freshTokenizer(t, texttest.Llama3_1)
-	llama.UseCache(c)
+	llama := cacheTokenizer(t, texttest.Llama3_1, c)
 	plain := llama.Encode(system, false)
 	withBOS := llama.Encode(system, true)
 	assert.Equal(t, len(plain)+1, len(withBOS))
@@ -112,10 +121,8 @@ func TestEncodeCacheHitsAndChatPrefixes(t *testing.T) {
 // The layers stay within their bounds, evicting the least recently used entries first and
 // counting each eviction; an entry above an eighth of the byte bound is not stored.
 func TestEncodeCacheBounds(t *testing.T) {
-	t.Parallel()
-	tok := freshTokenizer(t, texttest.Qwen3)
 	c := text.NewEncodeCache(text.EncodeCacheOptions{L0: true, L0MaxEntries: 3, L0MaxBytes: 1 << 20})
-	tok.UseCache(c)
+	tok := cacheTokenizer(t, texttest.Qwen3, c)
 	in := func(i int) string { return fmt.Sprintf("prompt number %d about the weather", i) }
 	for i := range 3 {
 		tok.Encode(in(i), false)
@@ -133,8 +140,7 @@ func TestEncodeCacheBounds(t *testing.T) {
 
 	const maxBytes = 16 << 10
 	c = text.NewEncodeCache(text.EncodeCacheOptions{L1: true, L1MaxBytes: maxBytes})
-	tok = freshTokenizer(t, texttest.Qwen3)
-	tok.UseCache(c)
+	tok = cacheTokenizer(t, texttest.Qwen3, c)
 	for i := range 400 {
 		tok.Encode(chatML(fmt.Sprintf("system prompt variant %d with enough words to be cached", i), "hello there, how are you today my friend?"), false)
 		assert.LessOrEqual(t, c.Stats().L1Bytes, int64(maxBytes))
@@ -151,17 +157,18 @@ func TestEncodeCacheBounds(t *testing.T) {
 
 // A registry attaches its cache to models put before and after UseCache.
 func TestRegistryAttachesCache(t *testing.T) {
-	t.Parallel()
 	r := text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{})
-	before := &text.Model{Tokenizer: freshTokenizer(t, texttest.Qwen3)}
+	before := &text.Model{Tokenizer: cacheTokenizer(t, texttest.Qwen3, nil)}
 	r.Put("a", before)
 	c := text.NewEncodeCache(bothLayers())
 	r.UseCache(c)
-	after := &text.Model{Tokenizer: freshTokenizer(t, texttest.Qwen3)}
+	after := &text.Model{Tokenizer: cacheTokenizer(t, texttest.Llama2, nil)}
 	r.Put("b", after)
 	before.Tokenizer.Encode("hello world", false)
 	after.Tokenizer.Encode("hello world", false)
 	assert.Equal(t, uint64(2), c.Stats().L0Misses, "keyed by tokenizer: two models, two entries")
+	before.Tokenizer.Encode("hello world", false)
+	assert.Equal(t, uint64(1), c.Stats().L0Hits)
 	assert.Equal(t, 2, c.Stats().L0Entries)
 	assert.Same(t, c, r.Cache())
 }

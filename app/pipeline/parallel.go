@@ -55,15 +55,19 @@ func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
 func (pl *Pipeline) parallel(ctx context.Context, units []unit, r *responder) error {
 	gctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	var wg sync.WaitGroup
-	for i := range units {
-		wg.Add(1)
-		go func(u *unit) {
-			defer wg.Done()
-			pl.runUnit(gctx, fail, u, r)
-		}(&units[i])
+	if len(units) == 1 {
+		pl.runUnit(gctx, fail, &units[0], r) // the common case: no goroutine of its own
+	} else {
+		var wg sync.WaitGroup
+		for i := range units {
+			wg.Add(1)
+			go func(u *unit) {
+				defer wg.Done()
+				pl.runUnit(gctx, fail, u, r)
+			}(&units[i])
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
 		var f *fault
 		if errors.As(err, &f) {

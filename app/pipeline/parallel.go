@@ -25,13 +25,15 @@ type item struct {
 	err error
 }
 
-// readAhead is how many messages a stream's reader may receive before the dispatch loop
-// takes them: a loop that finds messages waiting writes their events before one flush.
+// readAhead is how many messages a streamed decode's reader may receive before the
+// dispatch loop takes them: a loop that finds messages waiting writes their events before
+// one flush. Other legs send one or two messages and get a buffer of one.
 const readAhead = 16
 
-// reader pumps a stream into a channel until the stream ends or stop is closed.
-func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
-	ch := make(chan item, readAhead)
+// reader pumps a stream into a channel of capacity n until the stream ends or stop is
+// closed.
+func reader(st ports.GRPCStream, stop <-chan struct{}, n int) <-chan item {
+	ch := make(chan item, n)
 	go func() {
 		for {
 			ev, err := st.Recv()
@@ -46,6 +48,14 @@ func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
 		}
 	}()
 	return ch
+}
+
+// aheadOf is the reader capacity of leg: readAhead when it streams.
+func aheadOf(leg ports.GRPCLeg) int {
+	if leg.Stream {
+		return readAhead
+	}
+	return 1
 }
 
 // parallel runs every unit's two legs at once (SGLang, TokenSpeed; grpc.md §1.8): the
@@ -105,7 +115,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		return
 	}
 	stopP, stopD := make(chan struct{}), make(chan struct{})
-	pch, dch := reader(pst, stopP), reader(dst, stopD)
+	pch, dch := reader(pst, stopP, 1), reader(dst, stopD, aheadOf(u.dLeg))
 	ptC, stopPT := deadline(pl.legDeadline("prefill", u.pLeg))
 	defer stopPT()
 	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))

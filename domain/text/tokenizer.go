@@ -9,7 +9,8 @@ import (
 )
 
 // Tokenizer encodes text to token ids and decodes ids to text for one model. It is immutable
-// after Parse and safe for concurrent use; load it once per model and share it (Registry).
+// after Parse (UseCache only swaps the cache Encode consults, never its answers) and safe
+// for concurrent use; load it once per model and share it (Registry).
 type Tokenizer struct {
 	vocab        map[string]uint32 // raw token bytes -> id (model vocabulary)
 	merges       map[uint64]merge

@@ -25,16 +25,17 @@ type Config struct {
 	Port int    // --port, default 30000; the PORT env var overrides it (Cloud Run)
 
 	// PD mode and workers
-	PDDisaggregation bool          // --pd-disaggregation
-	Prefill          []PrefillSpec // --prefill <url> [port|none], repeatable
-	Decode           []string      // --decode <url>, repeatable
-	WorkerURLs       []string      // --worker-urls (regular mode)
-	DPAware          bool          // --dp-aware
-	ModelPath        string        // --model-path (gRPC tokenizer)
-	TokenizerPath    string        // --tokenizer-path
-	ChatTemplate     string        // --chat-template: template file overriding the model's (gRPC)
-	ToolCallParser   string        // --tool-call-parser, "" = by model family (gRPC)
-	ReasoningParser  string        // --reasoning-parser, "" = by model family (gRPC)
+	PDDisaggregation bool           // --pd-disaggregation
+	Prefill          []PrefillSpec  // --prefill <url> [port|none], repeatable
+	Decode           []string       // --decode <url>, repeatable
+	WorkerURLs       []string       // --worker-urls (regular mode)
+	DPAware          bool           // --dp-aware
+	ModelPath        string         // --model-path (gRPC tokenizer)
+	TokenizerPath    string         // --tokenizer-path
+	ChatTemplate     string         // --chat-template: template file overriding the model's (gRPC)
+	ToolCallParser   string         // --tool-call-parser, "" = by model family (gRPC)
+	ReasoningParser  string         // --reasoning-parser, "" = by model family (gRPC)
+	TokenizerCache   TokenizerCache // --tokenizer-cache-* (gRPC tokenization cache)
 
 	// EPD (seed "EPD").
 	//
@@ -287,6 +288,7 @@ func Default() Config {
 		KVOverlapWeight:            4,
 		KVSpeculativeTTL:           2 * time.Second,
 		KVIndexMaxBlocks:           1 << 20,
+		TokenizerCache:             DefaultTokenizerCache(),
 		LoadMetric:                 policy.LoadRequests,
 		RoutingKeyHeaders:          []string{"x-smg-routing-key"},
 		RedisKeyPrefix:             "smg:",

@@ -89,8 +89,9 @@ func (w *lockedWriter) String() string {
 
 // A streamed chat that asks for logprobs holds the decode's output until its prefill
 // answered (grpc.md §1.8); without logprobs the decode streams while the prefill runs.
-// The decode here has handed out everything, its trailing no-op chunk included, before the
-// check: every item before it was fully processed.
+// The decode here has handed out everything, its trailing no-op chunks included, before the
+// check: with more of them than the reader reads ahead, every item before them was fully
+// processed.
 func TestStreamWithLogprobsWaitsForThePrefill(t *testing.T) {
 	dir := texttest.Dir(t, texttest.Qwen3)
 	m := sharedModel(t, dir)
@@ -101,8 +102,10 @@ func TestStreamWithLogprobsWaitsForThePrefill(t *testing.T) {
 		for _, id := range ids {
 			g.decodeItems = append(g.decodeItems, ports.GRPCEvent{IDs: []uint32{id}, Logprobs: lps(id)})
 		}
-		g.decodeItems = append(g.decodeItems, ports.GRPCEvent{Complete: true, IDs: ids[len(ids)-1:], Finish: "length", PromptTokens: 3},
-			ports.GRPCEvent{})
+		g.decodeItems = append(g.decodeItems, ports.GRPCEvent{Complete: true, IDs: ids[len(ids)-1:], Finish: "length", PromptTokens: 3})
+		for range 32 { // more no-op chunks than a streamed decode's reader reads ahead (16)
+			g.decodeItems = append(g.decodeItems, ports.GRPCEvent{})
+		}
 		reg := text.NewRegistry(text.OSFiles{}, nil, text.LoadOptions{})
 		reg.Put("sim-model", m)
 		pl := pipeline.New(pipeline.Deps{Config: config.Default(), Text: reg, Engines: g})

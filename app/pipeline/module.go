@@ -44,10 +44,27 @@ func (f fetcher) FetchTokenizerBundle(ctx context.Context, url string) (text.Bun
 // through the gRPC pool; --chat-template overrides the model's template.
 // At start-up a --model-path or --tokenizer-path that is not a local path (a hub id) is
 // reported with a WARN (warnUnfetchable).
+//
+// The registry's tokenizers share the --tokenizer-cache-* cache (none when both layers are
+// off), whose smg_tokenizer_cache_* series are registered when a Prometheus registry is.
 func TextModule() fx.Option {
 	return fx.Module("text", fx.Provide(func(cfg config.Config, store ports.WorkerStore, pool *grpcengine.Pool) *text.Registry {
-		return text.NewRegistry(text.OSFiles{}, NewBundleFetcher(store, pool), text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
-	}), fx.Invoke(func(cfg config.Config, log *slog.Logger) { warnUnfetchable(cfg, text.OSFiles{}, log) }))
+		r := text.NewRegistry(text.OSFiles{}, NewBundleFetcher(store, pool), text.LoadOptions{ChatTemplatePath: cfg.ChatTemplate})
+		r.UseCache(text.NewEncodeCache(cfg.TokenizerCache.Options()))
+		return r
+	}), fx.Invoke(func(cfg config.Config, log *slog.Logger) { warnUnfetchable(cfg, text.OSFiles{}, log) }),
+		fx.Invoke(func(in cacheMetricsIn) error {
+			if in.Registry == nil {
+				return nil
+			}
+			return metrics.RegisterTokenizerCache(in.Registry, func() text.EncodeCacheStats { return in.Text.Cache().Stats() })
+		}))
+}
+
+type cacheMetricsIn struct {
+	fx.In
+	Text     *text.Registry
+	Registry *prometheus.Registry `optional:"true"`
 }
 
 type moduleIn struct {

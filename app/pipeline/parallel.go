@@ -25,9 +25,15 @@ type item struct {
 	err error
 }
 
-// reader pumps a stream into a channel until the stream ends or stop is closed.
-func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
-	ch := make(chan item)
+// readAhead is how many messages a streamed decode's reader may receive before the
+// dispatch loop takes them: a loop that finds messages waiting writes their events before
+// one flush. Other legs send one or two messages and get a buffer of one.
+const readAhead = 16
+
+// reader pumps a stream into a channel of capacity n until the stream ends or stop is
+// closed.
+func reader(st ports.GRPCStream, stop <-chan struct{}, n int) <-chan item {
+	ch := make(chan item, n)
 	go func() {
 		for {
 			ev, err := st.Recv()
@@ -44,6 +50,14 @@ func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
 	return ch
 }
 
+// aheadOf is the reader capacity of leg: readAhead when it streams.
+func aheadOf(leg ports.GRPCLeg) int {
+	if leg.Stream {
+		return readAhead
+	}
+	return 1
+}
+
 // parallel runs every unit's two legs at once (SGLang, TokenSpeed; grpc.md §1.8): the
 // first leg of any unit that fails cancels the group with its fault and the others are
 // retired at once; a client that leaves aborts prefills at once and defers each decode's
@@ -51,15 +65,19 @@ func reader(st ports.GRPCStream, stop <-chan struct{}) <-chan item {
 func (pl *Pipeline) parallel(ctx context.Context, units []unit, r *responder) error {
 	gctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	var wg sync.WaitGroup
-	for i := range units {
-		wg.Add(1)
-		go func(u *unit) {
-			defer wg.Done()
-			pl.runUnit(gctx, fail, u, r)
-		}(&units[i])
+	if len(units) == 1 {
+		pl.runUnit(gctx, fail, &units[0], r) // the common case: no goroutine of its own
+	} else {
+		var wg sync.WaitGroup
+		for i := range units {
+			wg.Add(1)
+			go func(u *unit) {
+				defer wg.Done()
+				pl.runUnit(gctx, fail, u, r)
+			}(&units[i])
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := context.Cause(gctx); err != nil && gctx.Err() != nil {
 		var f *fault
 		if errors.As(err, &f) {
@@ -97,7 +115,7 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		return
 	}
 	stopP, stopD := make(chan struct{}), make(chan struct{})
-	pch, dch := reader(pst, stopP), reader(dst, stopD)
+	pch, dch := reader(pst, stopP, 1), reader(dst, stopD, aheadOf(u.dLeg))
 	ptC, stopPT := deadline(pl.legDeadline("prefill", u.pLeg))
 	defer stopPT()
 	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))
@@ -156,6 +174,9 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 		}
 	}
 	for !(prefillDone && decodeDone) {
+		if len(pch) == 0 && len(dch) == 0 {
+			r.flushIdle() // nothing waiting: what the events so far wrote leaves now
+		}
 		select {
 		case <-ptC:
 			ptC = nil

@@ -28,6 +28,8 @@ type responder struct {
 	prompt    []ports.GRPCEvent
 	gotPrompt []bool
 	committed bool
+	// dirty is set while stream bytes were written but not flushed (flushIdle).
+	dirty bool
 	// decodeID names the decode worker (X-Smg-Routed-Worker-Id); start anchors TTFT.
 	decodeID string
 	runtime  string
@@ -201,7 +203,10 @@ func (r *responder) finishEvent(idx int, f respond.Finish) []byte {
 	return nil
 }
 
-// write sends stream bytes, committing the SSE head on the first.
+// write sends stream bytes, committing the SSE head on the first. The bytes are not
+// flushed here: the dispatch loops call flushIdle when no further engine message is
+// waiting, so the events of a burst of messages leave in one write instead of one
+// flush (one syscall, one chunk) per token.
 func (r *responder) write(b []byte) {
 	if len(b) == 0 || !r.j.stream {
 		return
@@ -219,6 +224,23 @@ func (r *responder) write(b []byte) {
 		}
 	}
 	_, _ = r.w.Write(b)
+	r.dirty = true
+}
+
+// flushIdle flushes the stream bytes written since the last flush. The dispatch loops
+// call it before they wait for the next engine message, so no event waits for a later one.
+func (r *responder) flushIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flush()
+}
+
+// flush is flushIdle under r.mu.
+func (r *responder) flush() {
+	if !r.dirty {
+		return
+	}
+	r.dirty = false
 	if f, ok := r.w.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -263,6 +285,7 @@ func (r *responder) finish() {
 		if r.msg == nil && r.resp == nil {
 			r.write(respond.DoneEvent)
 		}
+		r.flush()
 		return
 	}
 	var body []byte

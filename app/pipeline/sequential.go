@@ -201,12 +201,15 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		o.ObserveKVTransferDuration(r.j.name, string(p.Runtime), time.Since(prefilledAt))
 	}
 	stop := make(chan struct{})
-	dch := reader(dst, stop)
+	dch := reader(dst, stop, aheadOf(dec))
 	first, completed, cacheNoted := false, false, false
 	items := 0 // messages the decode sent
 	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
 	defer stopDT()
 	for {
+		if len(dch) == 0 {
+			r.flushIdle() // nothing waiting: what the events so far wrote leaves now
+		}
 		select {
 		case <-dtC:
 			dtC = nil
@@ -292,7 +295,7 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	pch := reader(pst, stop)
+	pch := reader(pst, stop, 1)
 	harvested, complete, items := "", false, 0
 	ptC, stopPT := deadline(pl.legDeadline("prefill", pre))
 	defer stopPT()

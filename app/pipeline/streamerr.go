@@ -55,4 +55,5 @@ func (r *responder) fail(err error) {
 	default:
 		r.write(handoff.StreamError(e))
 	}
+	r.flush()
 }

@@ -69,6 +69,7 @@ type Registry struct {
 
 	mu     sync.Mutex
 	models map[string]*registryEntry
+	cache  *EncodeCache // attached to every model's tokenizer (UseCache)
 }
 
 type registryEntry struct {
@@ -90,7 +91,37 @@ func (r *Registry) Put(model string, m *Model) {
 	close(done)
 	r.mu.Lock()
 	r.models[model] = &registryEntry{done: done, model: m}
+	r.attach(m)
 	r.mu.Unlock()
+}
+
+// UseCache attaches c (nil: none) to the tokenizer of every model loaded or put, now and
+// later: their Encode calls share it.
+func (r *Registry) UseCache(c *EncodeCache) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cache = c
+	for _, e := range r.models {
+		select {
+		case <-e.done:
+			r.attach(e.model)
+		default: // attached when its load ends
+		}
+	}
+}
+
+// Cache is the cache UseCache attached (nil: none).
+func (r *Registry) Cache() *EncodeCache {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cache
+}
+
+// attach gives m's tokenizer the registry's cache; r.mu is held.
+func (r *Registry) attach(m *Model) {
+	if m != nil && m.Tokenizer != nil {
+		m.Tokenizer.UseCache(r.cache)
+	}
 }
 
 // Loaded returns model's pipeline when it is already loaded, without loading or waiting
@@ -136,14 +167,16 @@ func (r *Registry) Get(ctx context.Context, model string, sources []Source, work
 	go func() {
 		defer cancel()
 		e.model, e.err = r.load(loadCtx, model, sources, workers)
+		r.mu.Lock()
 		if e.err != nil {
-			r.mu.Lock()
 			if r.models[model] == e {
 				delete(r.models, model)
 			}
-			r.mu.Unlock()
+		} else {
+			r.attach(e.model)
 		}
 		close(e.done)
+		r.mu.Unlock()
 	}()
 	select {
 	case <-e.done:

@@ -2,13 +2,15 @@ package text
 
 import (
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer encodes text to token ids and decodes ids to text for one model. It is immutable
-// after Parse and safe for concurrent use; load it once per model and share it (Registry).
+// after Parse (UseCache only swaps the cache Encode consults, never its answers) and safe
+// for concurrent use; load it once per model and share it (Registry).
 type Tokenizer struct {
 	vocab        map[string]uint32 // raw token bytes -> id (model vocabulary)
 	merges       map[uint64]merge
@@ -26,33 +28,74 @@ type Tokenizer struct {
 	idBytes []string // id -> raw bytes (vocabulary) or content (added tokens)
 	known   []bool
 	special []bool
+
+	cache atomic.Pointer[EncodeCache] // UseCache; nil: none
 }
 
 // Encode returns the token ids of s. addSpecialTokens applies the post-processor (Llama-3
 // prepends <|begin_of_text|>; Qwen adds nothing). The gateway encodes chat prompts,
 // completions and /generate text with addSpecialTokens=false (grpc.md §1.14). Added tokens
-// written in s (e.g. "<|im_start|>") are always recognised, as HF does.
+// written in s (e.g. "<|im_start|>") are always recognised, as HF does. With a cache
+// (UseCache) the ids may come from it; they are the same. The result is the caller's.
 func (t *Tokenizer) Encode(s string, addSpecialTokens bool) []uint32 {
+	c := t.cache.Load()
+	if c == nil {
+		return t.encode(s, addSpecialTokens, nil)
+	}
+	if c.l0 != nil {
+		k := cacheKey{tok: t, special: addSpecialTokens, text: s}
+		if ids, ok := c.l0.get(k, nil); ok {
+			return ids
+		}
+		out := t.encode(s, addSpecialTokens, c.l1)
+		c.l0.put(k, out)
+		return out
+	}
+	return t.encode(s, addSpecialTokens, c.l1)
+}
+
+// encode is Encode; l1 (may be nil) caches the plain pieces of an input that holds added
+// tokens (each piece is encoded on its own, so its ids do not depend on its neighbours).
+func (t *Tokenizer) encode(s string, addSpecialTokens bool, l1 *lru) []uint32 {
 	out := make([]uint32, 0, len(s)/3+len(t.prefix)+1)
 	if addSpecialTokens {
 		out = append(out, t.prefix...)
 	}
 	var segBuf [16]segment
-	for _, seg := range t.added.split(s, segBuf[:0]) {
+	segs := t.added.split(s, segBuf[:0])
+	if len(segs) < 2 {
+		l1 = nil // no added-token boundary: L0's case
+	}
+	for _, seg := range segs {
 		if seg.added {
 			out = append(out, seg.id)
 			continue
 		}
-		if t.spm {
-			out = t.encodeSPM(seg.text, out)
+		if l1 != nil && len(seg.text) >= l1MinPiece {
+			k := cacheKey{tok: t, text: seg.text}
+			var ok bool
+			if out, ok = l1.get(k, out); ok {
+				continue
+			}
+			start := len(out)
+			out = t.encodePiece(seg.text, out)
+			l1.put(k, out[start:])
 			continue
 		}
-		text := seg.text
-		if t.nfc && !isASCII(text) {
-			text = norm.NFC.String(text)
-		}
-		t.split(text, func(start, end int) { out = t.bpe(text[start:end], out) })
+		out = t.encodePiece(seg.text, out)
 	}
+	return out
+}
+
+// encodePiece appends the ids of a plain piece (no added tokens) to out.
+func (t *Tokenizer) encodePiece(text string, out []uint32) []uint32 {
+	if t.spm {
+		return t.encodeSPM(text, out)
+	}
+	if t.nfc && !isASCII(text) {
+		text = norm.NFC.String(text)
+	}
+	t.split(text, func(start, end int) { out = t.bpe(text[start:end], out) })
 	return out
 }
 

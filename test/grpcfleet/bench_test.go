@@ -3,6 +3,8 @@ package grpcfleet_test
 import (
 	"context"
 	"os"
+	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,10 @@ import (
 // the same two legs and the same tokenizer work (load.DirectGRPCSGLang), in alternating
 // phases on one SGLang gRPC fleet with zero latency: the added p50 and the throughput
 // ratio. In-process (gateway, simulators and client share the test binary); run with
-// SMG_BENCH_GRPC=1 (make bench). Every handoff is checked afterwards.
+// SMG_BENCH_GRPC=1 (make bench). Every handoff is checked afterwards. CPU per request is
+// the whole process's (user+sys, simulators and client included) over a phase's requests;
+// the gateway phase minus the direct phase is the gateway's added CPU per request, a
+// figure less noisy than throughput on a shared machine.
 func TestBenchGRPCGatewayVsDirect(t *testing.T) {
 	if os.Getenv("SMG_BENCH_GRPC") != "1" {
 		t.Skip("benchmark: set SMG_BENCH_GRPC=1")
@@ -34,6 +39,17 @@ func TestBenchGRPCGatewayVsDirect(t *testing.T) {
 		return worker.NewLive(worker.Worker{ID: string(role), URL: s.URL(), Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnGRPC, BootstrapPort: &bp}, worker.StatusReady)
 	}
 	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog ", 2)
+	// The probe samples the process's CPU time and its heap allocations so far (a count,
+	// carried in a Duration): allocations per request do not depend on the machine's load.
+	cpu := load.CPUProbe(map[string]int{"process": 0})
+	probe := func() map[string]time.Duration {
+		m := cpu()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		m["mallocs"] = time.Duration(ms.Mallocs)
+		return m
+	}
+	allocs := func(s load.Summary) float64 { return float64(s.CPU["mallocs"]) / float64(max(s.OK, 1)) }
 	for _, stream := range []bool{false, true} {
 		wl := load.Workload{Model: pdModel, Prompt: prompt, MaxTokens: 16, Stream: stream}
 		gw := load.NewGateway(g.URL, wl, load.NewClient(64))
@@ -43,15 +59,20 @@ func TestBenchGRPCGatewayVsDirect(t *testing.T) {
 			Warmup: load.Options{Concurrency: 8, Requests: 200, Duration: 2 * time.Second},
 			Phase:  load.Options{Concurrency: 8, Requests: 20000, Duration: 1500 * time.Millisecond},
 			Pairs:  3,
+			Probe:  probe,
 		})
 		require.NoError(t, err)
+		var added []float64
 		for i, pr := range c.Pairs {
 			r := pr.Ratios()
-			t.Logf("stream=%t pair %d: gateway %.0f req/s p50 %.2f ms | direct %.0f req/s p50 %.2f ms | throughput ratio %.2f, added p50 %.2f ms",
-				stream, i+1, pr.A.Throughput, float64(pr.A.Latency.P50)/1e6, pr.B.Throughput, float64(pr.B.Latency.P50)/1e6, r.Throughput, r.AddedP50)
+			gwCPU, dCPU := pr.A.CPUPerRequest("process"), pr.B.CPUPerRequest("process")
+			added = append(added, gwCPU-dCPU)
+			t.Logf("stream=%t pair %d: gateway %.0f req/s p50 %.2f ms %.0f µs CPU/req %.0f allocs/req | direct %.0f req/s p50 %.2f ms %.0f µs CPU/req %.0f allocs/req | throughput ratio %.2f, added p50 %.2f ms, added CPU %.0f µs/req",
+				stream, i+1, pr.A.Throughput, float64(pr.A.Latency.P50)/1e6, gwCPU, allocs(pr.A), pr.B.Throughput, float64(pr.B.Latency.P50)/1e6, dCPU, allocs(pr.B), r.Throughput, r.AddedP50, gwCPU-dCPU)
 		}
 		med := c.Median()
-		t.Logf("stream=%t median: throughput ratio %.2f, added p50 %.2f ms, p50 ratio %.2f", stream, med.Throughput, med.AddedP50, med.P50)
+		sort.Float64s(added)
+		t.Logf("stream=%t median: throughput ratio %.2f, added p50 %.2f ms, p50 ratio %.2f, added CPU %.0f µs/req", stream, med.Throughput, med.AddedP50, med.P50, added[len(added)/2])
 	}
 	ps, ds := p.Stats(), d.Stats()
 	require.Equal(t, ps.HandoffsSent, ds.HandoffsReceived)

@@ -125,6 +125,7 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("tool-call-parser")
 	fs.StringVar(&cfg.ReasoningParser, "reasoning-parser", cfg.ReasoningParser, "gRPC: reasoning `parser` for model output: qwen3, qwen3-thinking or deepseek-r1 (default: by model family)")
 	add("reasoning-parser")
+	tokenizerCacheFlags(fs, cfg, add)
 
 	// Registration limits.
 	fs.StringArrayVar(&cfg.WorkerAllowedHosts, "worker-allowed-hosts", cfg.WorkerAllowedHosts, "worker `host` name, IP or CIDR registrations may use (empty: any host but link-local and cloud metadata addresses, which must be listed here); repeat for more")

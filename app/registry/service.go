@@ -393,8 +393,8 @@ func (s *Service) List() []*worker.Live {
 // settled returns once no registry change (a store Add, Replace or Remove made under s.mu,
 // with its subscriber notifications) is in progress. Never call it with s.mu held.
 func (s *Service) settled() {
-	//lint:ignore SA2001 an empty critical section: waiting for the holder is the point
 	s.mu.Lock()
+	//lint:ignore SA2001 an empty critical section: waiting for the holder is the point
 	s.mu.Unlock()
 }
 

@@ -23,7 +23,7 @@ type TenantLimits struct {
 // the level of the limit's token bucket (charged and not yet refilled at limit/60 per
 // second), for max_concurrent_requests the requests in flight.
 type TenantUsage struct {
-	RequestsPerMinute     float64 `json:"requests_per_minute" doc:"Requests charged and not yet refilled."`
+	RequestsPerMinute     float64 `json:"requests_per_minute" doc:"Requests charged and not yet refilled (the level of the requests_per_minute bucket; with --redis-url shared by every replica)."`
 	PromptTokensPerMinute float64 `json:"prompt_tokens_per_minute" doc:"Prompt tokens charged (reserved, then settled) and not yet refilled."`
 	OutputTokensPerMinute float64 `json:"output_tokens_per_minute" doc:"Output tokens charged (reserved, then settled) and not yet refilled."`
 	MaxConcurrentRequests int64   `json:"max_concurrent_requests" doc:"Requests in flight (live reservations)."`
@@ -34,7 +34,7 @@ type TenantInfo struct {
 	Name     string       `json:"name" doc:"Tenant name (tenants file)."`
 	Priority int          `json:"priority" doc:"Flow-control priority, higher first."`
 	Limits   TenantLimits `json:"limits"`
-	Usage    TenantUsage  `json:"usage" doc:"Current charge; with --redis-url shared by every replica."`
+	Usage    TenantUsage  `json:"usage"` // shared by every replica with --redis-url
 	Queued   int64        `json:"queued" doc:"Requests of this tenant waiting in this replica's flow-control queue."`
 }
 

@@ -21,7 +21,9 @@ type fakeReporter struct {
 	err error
 }
 
-func (f fakeReporter) TenantStatuses(context.Context) ([]ports.TenantStatus, error) { return f.ss, f.err }
+func (f fakeReporter) TenantStatuses(context.Context) ([]ports.TenantStatus, error) {
+	return f.ss, f.err
+}
 
 func serveTenants(t *testing.T, d api.Deps) *httptest.Server {
 	t.Helper()

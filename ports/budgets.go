@@ -58,3 +58,20 @@ type BudgetUsage struct {
 	Requests, PromptTokens, OutputTokens float64
 	Concurrent                           int64
 }
+
+// TenantStatus is one tenant's limits and its current charge against them, as GET /tenants
+// shows it.
+type TenantStatus struct {
+	// Tenant is the tenant in force (name, priority, limits).
+	Tenant tenant.Tenant
+	// Usage is its current charge (TenantBudgets.Usage: shared by every replica with Redis).
+	Usage BudgetUsage
+	// Queued counts its requests waiting in this replica's flow-control queue.
+	Queued int64
+}
+
+// TenantReporter lists the tenants of the tenants file in force, in file order, with their
+// usage. Errors: the budget store failed.
+type TenantReporter interface {
+	TenantStatuses(ctx context.Context) ([]TenantStatus, error)
+}

@@ -35,14 +35,17 @@ type Deps struct {
 	Auth AuthOptions
 	// KV, when set (--kv-events-routing), adds each worker's KV-event state to /workers.
 	KV ports.KVStreams
+	// Tenants, when set, serves GET /tenants; nil lists none.
+	Tenants ports.TenantReporter
 }
 
 // Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
-// DELETE /workers/{id}, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
+// DELETE /workers/{id}, GET /tenants, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
 // once per API.
 func Register(h huma.API, d Deps) {
 	declareSecurity(h)
 	registerWorkers(h, d)
+	registerTenants(h, d)
 	registerHealth(h, d)
 	registerInference(h)
 	// A POST /workers body is parsed by registry.ParseSpec, not by huma: document it here.
@@ -82,7 +85,7 @@ func Module() fx.Option {
 		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey, DataAuth: p.Tenants}
 		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Auth: auth, Drain: p.Drain,
 			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation,
-			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers, KV: p.KV})
+			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers, KV: p.KV, Tenants: p.Report})
 		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Options.Host) {
 			log := p.Log
 			if log == nil {
@@ -105,4 +108,6 @@ type params struct {
 	// Tenants checks the data-plane key of GET /v1/models (tenants' keys pass too).
 	Tenants ports.TenantResolver `optional:"true"`
 	KV      ports.KVStreams      `optional:"true"`
+	// Report serves GET /tenants.
+	Report ports.TenantReporter `optional:"true"`
 }

@@ -52,7 +52,9 @@ type Finding struct {
 	WorkerID string `json:"worker_id,omitempty"`
 	URL      string `json:"url,omitempty"`
 	Role     string `json:"worker_type,omitempty"`
-	Message  string `json:"message"`
+	// Tenant names the tenant a tenant finding is about.
+	Tenant  string `json:"tenant,omitempty"`
+	Message string `json:"message"`
 }
 
 // Options configure Check. Dial nil uses net.Dialer with Timeout (default 2 s).

@@ -1306,6 +1306,57 @@ type StreamOptions struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// TenantInfo defines model for TenantInfo.
+type TenantInfo struct {
+	Limits TenantLimits `json:"limits"`
+
+	// Name Tenant name (tenants file).
+	Name string `json:"name"`
+
+	// Priority Flow-control priority, higher first.
+	Priority int64 `json:"priority"`
+
+	// Queued Requests of this tenant waiting in this replica's flow-control queue.
+	Queued int64       `json:"queued"`
+	Usage  TenantUsage `json:"usage"`
+}
+
+// TenantLimits defines model for TenantLimits.
+type TenantLimits struct {
+	// MaxConcurrentRequests Requests in flight at once.
+	MaxConcurrentRequests *int64 `json:"max_concurrent_requests,omitempty"`
+
+	// OutputTokensPerMinute Output tokens per minute.
+	OutputTokensPerMinute *int64 `json:"output_tokens_per_minute,omitempty"`
+
+	// PromptTokensPerMinute Prompt tokens per minute.
+	PromptTokensPerMinute *int64 `json:"prompt_tokens_per_minute,omitempty"`
+
+	// RequestsPerMinute Admitted requests per minute.
+	RequestsPerMinute *int64 `json:"requests_per_minute,omitempty"`
+}
+
+// TenantList defines model for TenantList.
+type TenantList struct {
+	// Tenants The tenants file's tenants in file order; empty without --tenants-file.
+	Tenants []TenantInfo `json:"tenants"`
+}
+
+// TenantUsage defines model for TenantUsage.
+type TenantUsage struct {
+	// MaxConcurrentRequests Requests in flight (live reservations).
+	MaxConcurrentRequests int64 `json:"max_concurrent_requests"`
+
+	// OutputTokensPerMinute Output tokens charged (reserved, then settled) and not yet refilled.
+	OutputTokensPerMinute float64 `json:"output_tokens_per_minute"`
+
+	// PromptTokensPerMinute Prompt tokens charged (reserved, then settled) and not yet refilled.
+	PromptTokensPerMinute float64 `json:"prompt_tokens_per_minute"`
+
+	// RequestsPerMinute Requests charged and not yet refilled (the level of the requests_per_minute bucket; with --redis-url shared by every replica).
+	RequestsPerMinute float64 `json:"requests_per_minute"`
+}
+
 // Tool defines model for Tool.
 type Tool struct {
 	Function             ToolFunction           `json:"function"`
@@ -7757,6 +7808,13 @@ type ClientInterface interface {
 	// Corresponds with POST /rerank (the `RerankLegacy` operationId).
 	RerankLegacy(ctx context.Context, params *RerankLegacyParams, body RerankLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTenants List tenants and their usage
+	//
+	// Each tenant of --tenants-file with its priority, its limits and its current usage of each (the token buckets' levels and the requests in flight, shared by every replica with --redis-url), and its requests queued on this replica. `smg doctor` warns about tenants at 80 % of a limit or more.
+	//
+	// Corresponds with GET /tenants (the `ListTenants` operationId).
+	ListTenants(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateChatCompletionWithBody Chat completion (OpenAI)
 	//
 	// Served through a prefill/decode pair (HTTP or gRPC PD): the gateway selects both legs, injects the KV handoff fields and relays the decode engine's answer byte for byte. Fields the schema does not list are relayed to the engines unchanged.
@@ -8095,6 +8153,23 @@ func (c *Client) RerankLegacyWithBody(ctx context.Context, params *RerankLegacyP
 // Corresponds with POST /rerank (the `RerankLegacy` operationId).
 func (c *Client) RerankLegacy(ctx context.Context, params *RerankLegacyParams, body RerankLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRerankLegacyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTenants List tenants and their usage
+//
+// Each tenant of --tenants-file with its priority, its limits and its current usage of each (the token buckets' levels and the requests in flight, shared by every replica with --redis-url), and its requests queued on this replica. `smg doctor` warns about tenants at 80 % of a limit or more.
+//
+// Corresponds with GET /tenants (the `ListTenants` operationId).
+func (c *Client) ListTenants(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTenantsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -8793,6 +8868,33 @@ func NewRerankLegacyRequestWithBody(server string, params *RerankLegacyParams, c
 			req.Header.Set("X-Smg-Routing-Key", headerParam1)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListTenantsRequest constructs an http.Request for the ListTenants method
+func NewListTenantsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/tenants")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -9716,6 +9818,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /rerank (the `RerankLegacy` operationId).
 	RerankLegacyWithResponse(ctx context.Context, params *RerankLegacyParams, body RerankLegacyJSONRequestBody, reqEditors ...RequestEditorFn) (*RerankLegacyResponse, error)
 
+	// ListTenantsWithResponse List tenants and their usage
+	//
+	// Each tenant of --tenants-file with its priority, its limits and its current usage of each (the token buckets' levels and the requests in flight, shared by every replica with --redis-url), and its requests queued on this replica. `smg doctor` warns about tenants at 80 % of a limit or more.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /tenants (the `ListTenants` operationId).
+	ListTenantsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTenantsResponse, error)
+
 	// CreateChatCompletionWithBodyWithResponse Chat completion (OpenAI)
 	//
 	// Served through a prefill/decode pair (HTTP or gRPC PD): the gateway selects both legs, injects the KV handoff fields and relays the decode engine's answer byte for byte. Fields the schema does not list are relayed to the engines unchanged.
@@ -10561,6 +10672,61 @@ func (r RerankLegacyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RerankLegacyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListTenantsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TenantList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *WorkerError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *WorkerError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTenantsResponse) GetJSON200() *TenantList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListTenantsResponse) GetJSON401() *WorkerError {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListTenantsResponse) GetJSON500() *WorkerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTenantsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTenantsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTenantsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTenantsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12650,6 +12816,21 @@ func (c *ClientWithResponses) RerankLegacyWithResponse(ctx context.Context, para
 	return ParseRerankLegacyResponse(rsp)
 }
 
+// ListTenantsWithResponse List tenants and their usage
+//
+// Each tenant of --tenants-file with its priority, its limits and its current usage of each (the token buckets' levels and the requests in flight, shared by every replica with --redis-url), and its requests queued on this replica. `smg doctor` warns about tenants at 80 % of a limit or more.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /tenants (the `ListTenants` operationId).
+func (c *ClientWithResponses) ListTenantsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTenantsResponse, error) {
+	rsp, err := c.ListTenants(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTenantsResponse(rsp)
+}
+
 // CreateChatCompletionWithBodyWithResponse Chat completion (OpenAI)
 //
 // Served through a prefill/decode pair (HTTP or gRPC PD): the gateway selects both legs, injects the KV handoff fields and relays the decode engine's answer byte for byte. Fields the schema does not list are relayed to the engines unchanged.
@@ -13828,6 +14009,46 @@ func ParseRerankLegacyResponse(rsp *http.Response) (*RerankLegacyResponse, error
 			headers.XSMGErrorCode = &value
 		}
 		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTenantsResponse parses an HTTP response from a ListTenantsWithResponse call
+func ParseListTenantsResponse(rsp *http.Response) (*ListTenantsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTenantsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TenantList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
 	}
 
 	return response, nil

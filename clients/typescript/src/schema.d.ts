@@ -124,6 +124,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tenants and their usage
+         * @description Each tenant of --tenants-file with its priority, its limits and its current usage of each (the token buckets' levels and the requests in flight, shared by every replica with --redis-url), and its requests queued on this replica. `smg doctor` warns about tenants at 80 % of a limit or more.
+         */
+        get: operations["list-tenants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1041,6 +1061,70 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        TenantInfo: {
+            limits: components["schemas"]["TenantLimits"];
+            /** @description Tenant name (tenants file). */
+            name: string;
+            /**
+             * Format: int64
+             * @description Flow-control priority, higher first.
+             */
+            priority: number;
+            /**
+             * Format: int64
+             * @description Requests of this tenant waiting in this replica's flow-control queue.
+             */
+            queued: number;
+            usage: components["schemas"]["TenantUsage"];
+        };
+        TenantLimits: {
+            /**
+             * Format: int64
+             * @description Requests in flight at once.
+             */
+            max_concurrent_requests?: number;
+            /**
+             * Format: int64
+             * @description Output tokens per minute.
+             */
+            output_tokens_per_minute?: number;
+            /**
+             * Format: int64
+             * @description Prompt tokens per minute.
+             */
+            prompt_tokens_per_minute?: number;
+            /**
+             * Format: int64
+             * @description Admitted requests per minute.
+             */
+            requests_per_minute?: number;
+        };
+        TenantList: {
+            /** @description The tenants file's tenants in file order; empty without --tenants-file. */
+            tenants: components["schemas"]["TenantInfo"][];
+        };
+        TenantUsage: {
+            /**
+             * Format: int64
+             * @description Requests in flight (live reservations).
+             */
+            max_concurrent_requests: number;
+            /**
+             * Format: double
+             * @description Output tokens charged (reserved, then settled) and not yet refilled.
+             */
+            output_tokens_per_minute: number;
+            /**
+             * Format: double
+             * @description Prompt tokens charged (reserved, then settled) and not yet refilled.
+             */
+            prompt_tokens_per_minute: number;
+            /**
+             * Format: double
+             * @description Requests charged and not yet refilled (the level of the requests_per_minute bucket; with --redis-url shared by every replica).
+             */
+            requests_per_minute: number;
+        };
         Tool: {
             function: components["schemas"]["ToolFunction"];
             /** @enum {string} */
@@ -1611,6 +1695,44 @@ export interface operations {
             502: components["responses"]["Error502"];
             503: components["responses"]["Error503"];
             504: components["responses"]["Error504"];
+        };
+    };
+    "list-tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
         };
     };
     "create-chat-completion": {

@@ -48,7 +48,8 @@ type doctorReport struct {
 	Gateway  string           `json:"gateway"`
 	Mode     string           `json:"pd_pairing_mode"`
 	Workers  int              `json:"workers"`
-	Queued   int64            `json:"queued"` // requests queued for decode slots on the replica asked
+	Queued   int64            `json:"queued"`  // requests queued for decode slots on the replica asked
+	Tenants  int              `json:"tenants"` // tenants GET /tenants listed (0: none, or an older gateway)
 	OK       bool             `json:"ok"`
 	Findings []doctor.Finding `json:"findings"`
 }
@@ -73,7 +74,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			"(passthrough: decode recomputes every prompt), Mooncake prefills without kv_engine_id, SGLang prefills " +
 			"without a bootstrap port or whose bootstrap port does not accept connections, workers that are not ready, " +
 			"a role with no worker, and (probing each worker's health endpoint or gRPC HealthCheck itself, all at once) " +
-			"workers that fail a health probe now. Exit 1 when any error is found.",
+			"workers that fail a health probe now; then (GET /tenants) tenants at 80 % of a limit or more. Exit 1 when any error is found.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags(), env); err != nil {
@@ -114,6 +115,9 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			}
 			rep := runDoctor(cmd.Context(), base, m, ws, doctorProbes{timeout: timeout,
 				healthTimeout: time.Duration(healthTimeoutSecs) * time.Second, nixl: probe, health: health})
+			var tf []doctor.Finding
+			rep.Tenants, tf = tenantFindings(cmd.Context(), base, adminKey, timeout)
+			rep.Findings = append(rep.Findings, tf...)
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
@@ -130,7 +134,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&target, "url", "", "gateway base `url` (default http://127.0.0.1:<PORT, else SMG_PORT, else 30000>)")
 	f.StringVar(&mode, "pd-pairing-mode", string(pairing.ModeLenient), "the gateway's --pd-pairing-mode: off, lenient or strict")
-	f.StringVar(&adminKey, "admin-api-key", "", "admin API key sent as a Bearer token to GET /workers (env SMG_ADMIN_API_KEY)")
+	f.StringVar(&adminKey, "admin-api-key", "", "admin API key sent as a Bearer token to GET /workers and GET /tenants (env SMG_ADMIN_API_KEY)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly)")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request, each bootstrap-port dial and each --probe-requests request")
@@ -237,10 +241,16 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 }
 
 func printDoctor(w io.Writer, r doctorReport) {
-	fmt.Fprintf(w, "smg doctor: %s, %d workers, --pd-pairing-mode %s, %d requests queued for decode slots\n", r.Gateway, r.Workers, r.Mode, r.Queued)
+	tenants := ""
+	if r.Tenants > 0 {
+		tenants = fmt.Sprintf(", %d tenants", r.Tenants)
+	}
+	fmt.Fprintf(w, "smg doctor: %s, %d workers, --pd-pairing-mode %s, %d requests queued for decode slots%s\n", r.Gateway, r.Workers, r.Mode, r.Queued, tenants)
 	for _, f := range r.Findings {
 		who := f.Role
-		if f.WorkerID != "" {
+		if f.Tenant != "" {
+			who = "tenant " + f.Tenant
+		} else if f.WorkerID != "" {
 			who = fmt.Sprintf("%s %s (%s)", f.Role, f.WorkerID, f.URL)
 		}
 		fmt.Fprintf(w, "%-7s %s [%s]: %s\n", strings.ToUpper(f.Severity), who, f.Kind, f.Message)

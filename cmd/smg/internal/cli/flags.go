@@ -51,7 +51,7 @@ func launchFlags(fs *pflag.FlagSet, cfg *config.Config) {
 	add("body-read-timeout-secs")
 	fs.IntVar(&cfg.MaxInflightBodyMB, "max-inflight-body-mb", cfg.MaxInflightBodyMB, "request-body `MiB` the data plane holds at once until the responses start (each body's buffer is reserved as its bytes arrive, given back when the response head is committed); a request that finds it full for 2 s gets 503 with Retry-After; 0 = unbounded")
 	add("max-inflight-body-mb")
-	fs.StringVar(&cfg.AdminAPIKey, "admin-api-key", cfg.AdminAPIKey, "require `Authorization: Bearer <key>` on the worker-management routes (/workers); prefer SMG_ADMIN_API_KEY or --admin-api-key-file")
+	fs.StringVar(&cfg.AdminAPIKey, "admin-api-key", cfg.AdminAPIKey, "require `Authorization: Bearer <key>` on the worker-management routes (/workers) and GET /tenants; prefer SMG_ADMIN_API_KEY or --admin-api-key-file")
 	add("admin-api-key")
 	fs.StringVar(&cfg.AdminAPIKeyFile, "admin-api-key-file", cfg.AdminAPIKeyFile, "read the admin API key from this `file`")
 	add("admin-api-key-file")

@@ -71,8 +71,13 @@ func TestGRPCDecodeRefusedFailsFast(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
 	assert.Equal(t, "decode_worker_failed_to_start", errCode(t, r))
 	assert.Less(t, elapsed, faultBound)
-	require.Eventually(t, func() bool { s := p.Stats(); return s.Aborted == 1 && s.AbortRPCs == 1 }, faultBound, 10*time.Millisecond,
-		"the prefill leg is aborted: %+v", p.Stats())
+	// The legs start together, so on a loaded machine the decode's refusal can come before
+	// the prefill's Generate is sent; then the leg is cancelled before it reaches the engine.
+	// Either way the prefill gets its Abort RPC and nothing is left running on it.
+	require.Eventually(t, func() bool {
+		s := p.Stats()
+		return s.AbortRPCs == 1 && s.Aborted == s.Requests && s.Running == 0 && s.Requests <= 1
+	}, faultBound, 10*time.Millisecond, "the prefill leg is aborted: %+v", p.Stats())
 	assert.Zero(t, p.Stats().UnmatchedRooms, "the room was withdrawn, not left to time out")
 	assert.EqualValues(t, 1, d.Stats().Errors)
 }

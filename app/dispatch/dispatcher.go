@@ -325,25 +325,6 @@ func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *
 	return true
 }
 
-// endpointLabel is the `endpoint` metric label of a route (smg-spec.md §7.2).
-func endpointLabel(r handoff.Route) string {
-	switch r {
-	case handoff.RouteChat:
-		return "chat"
-	case handoff.RouteCompletions:
-		return "completions"
-	case handoff.RouteGenerate:
-		return "generate"
-	case handoff.RouteMessages:
-		return "messages"
-	case handoff.RouteResponses:
-		return "responses"
-	case handoff.RouteRerank:
-		return "rerank"
-	}
-	return "other"
-}
-
 // attempt runs one dispatch on a freshly selected pair. committed reports that the response
 // head reached the client, after which no retry is possible. An uncommitted failure blamed
 // on one worker is a *legFault, recorded by the retry loop.

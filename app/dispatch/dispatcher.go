@@ -209,7 +209,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		// request's extensions): vLLM builds its response id as the route prefix plus
 		// X-Request-Id, so a forwarded `chatcmpl-…` came back as `chatcmpl-chatcmpl-…`.
 		ri := ports.RequestInfoFrom(r.Context())
-		ri.SetRequest(rq.Model, endpointLabel(route), rq.Stream)
+		ri.SetRequest(rq.Model, route.Endpoint(), rq.Stream)
 		w, settle, ok := d.chargeTenant(ctx, w, preq)
 		if !ok {
 			return
@@ -223,7 +223,7 @@ func (d *Dispatcher) pdHandler(route handoff.Route) http.Handler {
 		var bo *backoff.ExponentialBackOff // built for the first retry: most requests have none
 		var last error
 		tr := &tries{}
-		endpoint := endpointLabel(route)
+		endpoint := route.Endpoint()
 		exhausted := false
 		for i := 0; i < attempts; i++ {
 			if i > 0 {

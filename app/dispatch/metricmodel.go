@@ -1,9 +1,6 @@
 package dispatch
 
-import (
-	"github.com/smg-go/smg/domain/handoff"
-	"github.com/smg-go/smg/domain/worker"
-)
+import "github.com/smg-go/smg/domain/worker"
 
 // metricModel is the model label of a dispatch's PD series: the request's model, or for a
 // request without one (a /generate body needs none) the model the selected prefill serves,
@@ -13,23 +10,4 @@ func metricModel(model string, p *worker.Live) string {
 		return model
 	}
 	return p.ServedModel()
-}
-
-// endpointLabel is the `endpoint` metric label of a route (smg-spec.md §7.2).
-func endpointLabel(r handoff.Route) string {
-	switch r {
-	case handoff.RouteChat:
-		return "chat"
-	case handoff.RouteCompletions:
-		return "completions"
-	case handoff.RouteGenerate:
-		return "generate"
-	case handoff.RouteMessages:
-		return "messages"
-	case handoff.RouteResponses:
-		return "responses"
-	case handoff.RouteRerank:
-		return "rerank"
-	}
-	return "other"
 }

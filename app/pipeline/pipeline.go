@@ -245,23 +245,6 @@ func (pl *Pipeline) admitRooms(ctx context.Context, dc *worker.Live, n int) (fun
 	return rel, nil
 }
 
-// endpoint is the metric label of a route (smg-spec.md §7.2).
-func endpoint(r handoff.Route) string {
-	switch r {
-	case handoff.RouteChat:
-		return "chat"
-	case handoff.RouteCompletions:
-		return "completions"
-	case handoff.RouteGenerate:
-		return "generate"
-	case handoff.RouteMessages:
-		return "messages"
-	case handoff.RouteResponses:
-		return "responses"
-	}
-	return "other"
-}
-
 // observeDecodeTTFT records a decode leg's first output, dispatched at start, and the
 // request's TTFT (from its arrival at the gateway) for the access log.
 func (pl *Pipeline) observeDecodeTTFT(ctx context.Context, j *job, start time.Time) {
@@ -269,6 +252,6 @@ func (pl *Pipeline) observeDecodeTTFT(ctx context.Context, j *job, start time.Ti
 		ri.FirstToken(time.Since(ri.Start))
 	}
 	if pl.decodeTTFT != nil {
-		pl.decodeTTFT.ObserveDecodeTTFT(j.name, endpoint(j.rq.Route), time.Since(start))
+		pl.decodeTTFT.ObserveDecodeTTFT(j.name, j.rq.Route.Endpoint(), time.Since(start))
 	}
 }

@@ -68,3 +68,23 @@ func (r Route) String() string {
 func (r Route) Samples() bool {
 	return r == RouteChat || r == RouteCompletions || r == RouteGenerate
 }
+
+// Endpoint is the route's `endpoint` metric label (smg-spec.md §7.2): chat, completions,
+// generate, messages, responses, rerank; "other" for RouteUnknown.
+func (r Route) Endpoint() string {
+	switch r {
+	case RouteChat:
+		return "chat"
+	case RouteCompletions:
+		return "completions"
+	case RouteGenerate:
+		return "generate"
+	case RouteMessages:
+		return "messages"
+	case RouteResponses:
+		return "responses"
+	case RouteRerank:
+		return "rerank"
+	}
+	return "other"
+}

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,10 +35,9 @@ func TestFallbackBudgetsDownAndRecovery(t *testing.T) {
 	defer cancel()
 	proxy := redistest.NewProxy(t)
 	prefix := redistest.Prefix()
-	// The proxy speaks to database 0 (its URL's): so does the observer. The keys expire on
-	// their own within a minute.
-	u0 := redistest.URL(t)
-	direct := redisBudgets(t, u0[:strings.LastIndex(u0, "/")]+"/0", prefix)
+	// The proxy speaks to the test Redis's database: so does the observer. The keys expire
+	// on their own within a minute.
+	direct := redisBudgets(t, redistest.URL(t), prefix)
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	logs, cnt := &logBuf{}, &counter{}
 	f := store.NewFallbackBudgets(redisBudgets(t, proxy.URL(), prefix), memory.NewTenantBudgets(nil), store.FallbackOptions{

@@ -41,6 +41,7 @@ type workerQueue struct {
 	pumping bool
 	kick    context.CancelFunc // ends the pump's current Wait; nil when not waiting
 	kicked  bool               // a kick came while the pump was not waiting
+	dead    bool               // removed from queues.m (empty, no pump): push to a fresh one
 }
 
 // waiter is one queued dispatch. done receives exactly one result, sent under the queue's
@@ -115,6 +116,28 @@ func (qs *queues) get(url string, size int) *workerQueue {
 	return wq
 }
 
+// forget takes wq out of the map when it is still empty and without a pump, so that the map
+// holds only the queues of workers with waiting requests (decode workers come and go; their
+// URLs must not pile up). A request that got wq before this sees dead and gets a new one.
+func (qs *queues) forget(wq *workerQueue) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	wq.mu.Lock()
+	defer wq.mu.Unlock()
+	if wq.pumping || wq.q.Len() > 0 || qs.m[wq.url] != wq {
+		return
+	}
+	wq.dead = true
+	delete(qs.m, wq.url)
+}
+
+// size is the number of per-worker queues held (tests: emptied queues are dropped).
+func (qs *queues) size() int {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	return len(qs.m)
+}
+
 // busy reports whether url's queue holds requests on this replica.
 func (qs *queues) busy(url string) bool {
 	qs.mu.Lock()
@@ -145,12 +168,8 @@ func (wq *workerQueue) wake() {
 // queues and waits until the pump hands it a lease, its deadline (wait after its arrival)
 // passes, it is evicted, or ctx ends.
 func (a *Admitter) admitQueued(ctx context.Context, decode *worker.Live, n, window int, t tenant.Tenant, wait time.Duration) (func(), error) {
-	wq := a.queues.get(decode.URL, a.o.QueueSize)
 	start := a.o.Now()
-	wq.mu.Lock()
-	empty := wq.q.Len() == 0
-	wq.mu.Unlock()
-	if empty {
+	if !a.queues.busy(decode.URL) { // no queue, or an empty one: claim without queueing
 		lease, ok, err := a.claim(ctx, decode.URL, n, window)
 		if err != nil {
 			return nil, err
@@ -162,7 +181,13 @@ func (a *Admitter) admitQueued(ctx context.Context, decode *worker.Live, n, wind
 
 	w := &waiter{live: decode, n: n, window: window, done: make(chan queued, 1)}
 	w.item = &flowq.Item[*waiter]{Tenant: t.Name, Priority: t.Priority, Cost: n, Value: w}
+	wq := a.queues.get(decode.URL, a.o.QueueSize)
 	wq.mu.Lock()
+	for wq.dead { // its pump emptied it and took it out of the map since get
+		wq.mu.Unlock()
+		wq = a.queues.get(decode.URL, a.o.QueueSize)
+		wq.mu.Lock()
+	}
 	evicted, err := wq.q.Push(w.item)
 	if err != nil {
 		wq.mu.Unlock()
@@ -240,6 +265,7 @@ func (a *Admitter) pump(wq *workerQueue) {
 		if it == nil {
 			wq.pumping, wq.kick, wq.kicked = false, nil, false
 			wq.mu.Unlock()
+			a.queues.forget(wq)
 			return
 		}
 		w := it.Value

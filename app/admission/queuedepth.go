@@ -14,6 +14,9 @@ func (a *Admitter) QueuedOf(names []string) map[string]int64 {
 	}
 	a.queues.mu.Unlock()
 	out := make(map[string]int64, len(names))
+	for _, name := range names {
+		out[name] = 0 // every named tenant has an entry, also with no queue left
+	}
 	for _, wq := range wqs {
 		wq.mu.Lock()
 		for _, name := range names {

@@ -13,6 +13,7 @@ import (
 type Proxy struct {
 	l      net.Listener
 	target string
+	path   string // the test Redis URL's "/<db>" (and query), kept so both ends use one DB
 	mu     sync.Mutex
 	cut    bool
 	conns  map[net.Conn]struct{}
@@ -21,15 +22,15 @@ type Proxy struct {
 // NewProxy starts a proxy to the test Redis (see URL) on 127.0.0.1:0; closed when t ends.
 func NewProxy(t testing.TB) *Proxy {
 	t.Helper()
-	target := strings.TrimPrefix(URL(t), "redis://")
+	target, path := strings.TrimPrefix(URL(t), "redis://"), "/0"
 	if i := strings.IndexByte(target, '/'); i >= 0 {
-		target = target[:i]
+		target, path = target[:i], target[i:]
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{l: l, target: target, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{l: l, target: target, path: path, conns: make(map[net.Conn]struct{})}
 	go p.serve()
 	t.Cleanup(func() {
 		_ = l.Close()
@@ -38,8 +39,8 @@ func NewProxy(t testing.TB) *Proxy {
 	return p
 }
 
-// URL is the proxy's redis:// URL.
-func (p *Proxy) URL() string { return "redis://" + p.l.Addr().String() + "/0" }
+// URL is the proxy's redis:// URL, on the same database as the test Redis's URL.
+func (p *Proxy) URL() string { return "redis://" + p.l.Addr().String() + p.path }
 
 // Cut closes every proxied connection and closes new ones at once, until Restore.
 func (p *Proxy) Cut() {

@@ -37,15 +37,18 @@ type Deps struct {
 	KV ports.KVStreams
 	// Tenants, when set, serves GET /tenants; nil lists none.
 	Tenants ports.TenantReporter
+	// Prober, when set, serves POST /workers/probe-pair; nil answers 503.
+	Prober ports.PairProber
 }
 
 // Register adds the operations to h: POST /workers, GET /workers, GET /workers/{id},
-// DELETE /workers/{id}, GET /tenants, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
+// DELETE /workers/{id}, POST /workers/probe-pair, GET /tenants, GET /health, GET /liveness, GET /readiness, GET /v1/models. Call it
 // once per API.
 func Register(h huma.API, d Deps) {
 	declareSecurity(h)
 	registerWorkers(h, d)
 	registerTenants(h, d)
+	registerProbePair(h, d)
 	registerHealth(h, d)
 	registerInference(h)
 	// A POST /workers body is parsed by registry.ParseSpec, not by huma: document it here.
@@ -85,7 +88,7 @@ func Module() fx.Option {
 		auth := AuthOptions{AdminAPIKey: p.Options.AdminAPIKey, APIKey: p.Options.APIKey, DataAuth: p.Tenants}
 		Register(p.API, Deps{Registry: p.Registry, Store: p.Store, Auth: auth, Drain: p.Drain,
 			PDDisaggregation: p.Options.PDDisaggregation, EPDDisaggregation: p.Options.EPDDisaggregation,
-			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers, KV: p.KV, Tenants: p.Report})
+			ReadyWithoutWorkers: p.Options.ReadyWithoutWorkers, KV: p.KV, Tenants: p.Report, Prober: p.Prober})
 		if auth.AdminAPIKey == "" && !IsLoopbackHost(p.Options.Host) {
 			log := p.Log
 			if log == nil {
@@ -110,4 +113,6 @@ type params struct {
 	KV      ports.KVStreams      `optional:"true"`
 	// Report serves GET /tenants.
 	Report ports.TenantReporter `optional:"true"`
+	// Prober serves POST /workers/probe-pair (app/dispatch).
+	Prober ports.PairProber `optional:"true"`
 }

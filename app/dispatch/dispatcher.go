@@ -351,6 +351,16 @@ func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *han
 	ri.SetLeg("prefill", p.ID, string(p.Runtime))
 	ri.SetLeg("decode", dc.ID, string(dc.Runtime))
 	defer func() { avoidFailed(preq, err, p, dc) }()
+	return d.dispatchPair(ctx, w, rq, preq, p, dc, hdr)
+}
+
+// dispatchPair runs one request on the pair p, dc as its runtimes and connectors expect: the
+// gRPC pipeline when a leg is gRPC, MoRI-IO, vLLM's sequential handoff, SGLang's n>1
+// fan-out, else the parallel dispatch with a bootstrap room. It is the part of an attempt
+// after selection, shared with the pair probe (ProbePair). committed reports that the
+// response head reached w.
+func (d *Dispatcher) dispatchPair(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
+	preq *policy.Request, p, dc *worker.Live, hdr http.Header) (committed bool, err error) {
 	if d.grpc != nil && (p.Mode == worker.ConnGRPC || dc.Mode == worker.ConnGRPC) {
 		return d.grpc.Attempt(ctx, w, rq, p, dc, hdr)
 	}

@@ -67,6 +67,8 @@ type moduleOut struct {
 	fx.Out
 	Dispatcher *Dispatcher
 	Selector   *selection.Selector
+	// Prober serves POST /workers/probe-pair (adapters/api).
+	Prober ports.PairProber
 	Routes     []ports.Route `group:"routes,flatten"`
 }
 
@@ -128,7 +130,7 @@ func newModule(in moduleIn) (moduleOut, error) {
 			return nil
 		},
 	})
-	return moduleOut{Dispatcher: d, Selector: sel, Routes: Guard(d.Routes(), d.tenants, in.Config.RequestIDHeaders)}, nil
+	return moduleOut{Dispatcher: d, Selector: sel, Prober: d, Routes: Guard(d.Routes(), d.tenants, in.Config.RequestIDHeaders)}, nil
 }
 
 // needsTokenIDs is Deps.NeedsTokenIDs: with a KV-event view and cache_aware on a leg, true

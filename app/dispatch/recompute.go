@@ -38,6 +38,9 @@ type Recomputes struct {
 func (r *Recomputes) Note(ctx context.Context, log *slog.Logger, m ports.PDMetrics, p, dc *worker.Live, prompt, cached int) {
 	page, _ := strconv.Atoi(pairing.Describe(dc.Worker).Layout.PageSize)
 	n := handoff.RecomputedTokens(prompt, cached, page)
+	if o, ok := ctx.Value(observationKey{}).(*recomputeObservation); ok {
+		o.set(prompt, cached, n)
+	}
 	if n == 0 {
 		return
 	}
@@ -65,6 +68,37 @@ func (r *Recomputes) due(prefill, decode string, now time.Time) bool {
 	}
 	r.last[k] = now
 	return true
+}
+
+// observationKey keys a probe's *recomputeObservation in a request context.
+type observationKey struct{}
+
+// recomputeObservation is what Note read from one request's decode answer (a pair probe's).
+type recomputeObservation struct {
+	mu                         sync.Mutex
+	seen                       bool
+	prompt, cached, recomputed int
+}
+
+// observeRecompute returns ctx carrying a fresh observation that Note fills in.
+func observeRecompute(ctx context.Context) (context.Context, *recomputeObservation) {
+	o := &recomputeObservation{}
+	return context.WithValue(ctx, observationKey{}, o), o
+}
+
+func (o *recomputeObservation) set(prompt, cached, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.seen { // the first reading, as Note counts one per answer
+		o.seen, o.prompt, o.cached, o.recomputed = true, prompt, cached, n
+	}
+}
+
+// get returns what was observed; seen is false when Note never ran (no usage to read).
+func (o *recomputeObservation) get() (seen bool, prompt, cached, recomputed int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen, o.prompt, o.cached, o.recomputed
 }
 
 // RecomputeConnector is the connector label of a pair: its prefill's KV transport as the

@@ -69,7 +69,7 @@ type moduleOut struct {
 	Selector   *selection.Selector
 	// Prober serves POST /workers/probe-pair (adapters/api).
 	Prober ports.PairProber
-	Routes     []ports.Route `group:"routes,flatten"`
+	Routes []ports.Route `group:"routes,flatten"`
 }
 
 // Module provides the pair selector (pairing mode and per-leg policies from the config),

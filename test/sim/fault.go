@@ -34,7 +34,9 @@ const (
 	// <ms> milliseconds after it is ready. An error found later is sent with that 200 head
 	// (as an SSE error event when streaming).
 	FaultDelayBody = "delay-body"
-	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params (and keep no KV).
+	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params (and keep no KV),
+	// and a vLLM decode drop the kv_transfer_params it is given: it fetches nothing,
+	// recomputes the prompt (counted in recomputed_prompts) and reports no cached tokens.
 	FaultNoKVParams = "no-kv-params"
 	// FaultKVLost makes a vLLM NIXL prefill answer with its kv_transfer_params and free the
 	// blocks at once, as an engine that died or restarted after answering: the decode's

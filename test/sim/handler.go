@@ -273,7 +273,11 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		res.kv = nullJSON
 		var e *reqError
 		if s.cfg.Role == RoleDecode {
-			e = s.vllmDecodeHandoff(ctx, j, raw.KVTransferParams)
+			params := raw.KVTransferParams
+			if fs.noKV {
+				params = nil // the decode drops the handoff it was given and recomputes
+			}
+			e = s.vllmDecodeHandoff(ctx, j, params)
 		} else if s.cfg.KVConnector == ConnectorMoRIIO {
 			var m map[string]json.RawMessage
 			if m, e = kvParams(raw.KVTransferParams); m != nil && isTrue(m, wire.KVDoRemoteDecode) && len(j.items) == 1 {

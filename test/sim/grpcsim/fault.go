@@ -36,7 +36,9 @@ const (
 	// FaultDelayBody "delay-body:<ms>" sends the response headers at once and the first
 	// message <ms> later.
 	FaultDelayBody = "delay-body"
-	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params_json and keep no KV.
+	// FaultNoKVParams makes a vLLM prefill return no kv_transfer_params_json and keep no KV,
+	// and a vLLM decode drop the kv_transfer_params_json it is given: it fetches nothing,
+	// recomputes the prompt (counted in recomputed_prompts) and reports no cached tokens.
 	FaultNoKVParams = "no-kv-params"
 	// FaultKVLost makes a vLLM NIXL prefill return its kv_transfer_params_json but keep no
 	// KV, as an engine that died or restarted after answering: the decode's pull finds

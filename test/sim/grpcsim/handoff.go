@@ -120,8 +120,9 @@ func (s *Server) receive(ctx context.Context, req genRequest, base, key, engineI
 	return handoffResult{source: 'k', cached: len(req.ids), mix: p.MM}, nil
 }
 
-// kvFaults are a vLLM prefill's handoff faults: none returns no params and keeps no KV
-// (FaultNoKVParams); lost returns NIXL params and keeps no KV (FaultKVLost).
+// kvFaults are a vLLM leg's handoff faults: on a prefill none returns no params and keeps no
+// KV (FaultNoKVParams), on a decode it drops the params it was given and recomputes; lost
+// makes a prefill return NIXL params and keep no KV (FaultKVLost).
 type kvFaults struct{ none, lost bool }
 
 func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults, compute func() error) (handoffResult, error) {
@@ -171,7 +172,7 @@ func (s *Server) vllmHandoff(ctx context.Context, req genRequest, kf kvFaults, c
 		}
 		return local, nil
 	default:
-		if !truthy(p["do_remote_prefill"]) {
+		if kf.none || !truthy(p["do_remote_prefill"]) { // kf.none: the decode drops the handoff it was given
 			s.c.recomputed.Add(1)
 			return local, nil
 		}

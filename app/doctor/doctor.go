@@ -53,8 +53,14 @@ type Finding struct {
 	URL      string `json:"url,omitempty"`
 	Role     string `json:"worker_type,omitempty"`
 	// Tenant names the tenant a tenant finding is about.
-	Tenant  string `json:"tenant,omitempty"`
-	Message string `json:"message"`
+	Tenant string `json:"tenant,omitempty"`
+	// PrefillID, PrefillURL, DecodeID and DecodeURL name the pair a pair finding is about
+	// (KindPairRecomputes, KindPairProbeFailed, KindPairProbeUnmeasured).
+	PrefillID  string `json:"prefill_id,omitempty"`
+	PrefillURL string `json:"prefill_url,omitempty"`
+	DecodeID   string `json:"decode_id,omitempty"`
+	DecodeURL  string `json:"decode_url,omitempty"`
+	Message    string `json:"message"`
 }
 
 // Options configure Check. Dial nil uses net.Dialer with Timeout (default 2 s).
@@ -74,6 +80,14 @@ type Options struct {
 	// is a KindHealthProbeFailed error. nil skips the probe.
 	ProbeHealth   func(ctx context.Context, w worker.Worker) error
 	HealthTimeout time.Duration
+	// ProbePair, when set, runs one request through exactly the pair p, d (the gateway's
+	// POST /workers/probe-pair) and returns what it showed (err: the probe could not be
+	// run). Each compatible pair is probed, at most MaxPairs (0: DefaultMaxPairs),
+	// PairConcurrency at once, each bounded by Timeout: KindPairRecomputes,
+	// KindPairProbeFailed, KindPairProbeUnmeasured, KindPairsNotProbed. nil skips it (each
+	// probe costs one real request on the pair).
+	ProbePair func(ctx context.Context, p, d worker.Worker) (PairProbe, error)
+	MaxPairs  int
 }
 
 // Check inspects ws (the fleet as the gateway registered it) and returns the findings in a
@@ -121,7 +135,7 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 		order[w.ID] = i + 1
 	}
 	sort.SliceStable(out, func(i, j int) bool { return order[out[i].WorkerID] < order[out[j].WorkerID] })
-	return out
+	return append(out, probePairs(ctx, prefills, decodes, o)...) // in pair order, after the workers
 }
 
 // unpairable names every prefill with no compatible decode and every decode no prefill can

@@ -62,6 +62,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 		target, mode, adminKey string
 		asJSON, probe          bool
 		noHealth               bool
+		maxPairs               int
 		timeout                time.Duration
 		healthEndpoint         string
 		healthTimeoutSecs      int
@@ -74,7 +75,9 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			"(passthrough: decode recomputes every prompt), Mooncake prefills without kv_engine_id, SGLang prefills " +
 			"without a bootstrap port or whose bootstrap port does not accept connections, workers that are not ready, " +
 			"a role with no worker, and (probing each worker's health endpoint or gRPC HealthCheck itself, all at once) " +
-			"workers that fail a health probe now; then (GET /tenants) tenants at 80 % of a limit or more. Exit 1 when any error is found.",
+			"workers that fail a health probe now; then (GET /tenants) tenants at 80 % of a limit or more. With --probe-requests, also one " +
+			"request through each compatible prefill/decode pair (POST /workers/probe-pair, at most --probe-max-pairs): the pairs whose " +
+			"decode recomputes the prompt (pair_recomputes), whose probe failed, or whose decode reports no cached tokens. Exit 1 when any error is found.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags(), env); err != nil {
@@ -86,6 +89,9 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			}
 			if timeout <= 0 {
 				return usagef("invalid value %q for --timeout: must be positive", timeout)
+			}
+			if maxPairs < 1 {
+				return usagef("invalid value %d for --probe-max-pairs: must be at least 1", maxPairs)
 			}
 			if healthTimeoutSecs <= 0 {
 				return usagef("invalid value %d for --health-check-timeout-secs: must be positive", healthTimeoutSecs)
@@ -113,8 +119,11 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 				defer func() { _ = pool.Close() }()
 				health = healthProber(pool, healthEndpoint)
 			}
-			rep := runDoctor(cmd.Context(), base, m, ws, doctorProbes{timeout: timeout,
-				healthTimeout: time.Duration(healthTimeoutSecs) * time.Second, nixl: probe, health: health})
+			ps := doctorProbes{timeout: timeout, healthTimeout: time.Duration(healthTimeoutSecs) * time.Second, nixl: probe, health: health}
+			if probe {
+				ps.pair, ps.maxPairs = pairProber(base, adminKey), maxPairs
+			}
+			rep := runDoctor(cmd.Context(), base, m, ws, ps)
 			var tf []doctor.Finding
 			rep.Tenants, tf = tenantFindings(cmd.Context(), base, adminKey, timeout)
 			rep.Findings = append(rep.Findings, tf...)
@@ -136,7 +145,9 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	f.StringVar(&mode, "pd-pairing-mode", string(pairing.ModeLenient), "the gateway's --pd-pairing-mode: off, lenient or strict")
 	f.StringVar(&adminKey, "admin-api-key", "", "admin API key sent as a Bearer token to GET /workers and GET /tenants (env SMG_ADMIN_API_KEY)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly)")
+	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly); "+
+		"and run one request through each compatible prefill/decode pair (POST /workers/probe-pair on the gateway) to name the pairs whose decode recomputes the prompt")
+	f.IntVar(&maxPairs, "probe-max-pairs", doctor.DefaultMaxPairs, "with --probe-requests: probe at most this many prefill/decode pairs (4 at once); the rest get a pairs_not_probed note")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request, each bootstrap-port dial and each --probe-requests request")
 	f.StringVar(&healthEndpoint, "health-check-endpoint", "/health", "the gateway's --health-check-endpoint: the path probed on each HTTP worker")
 	f.IntVar(&healthTimeoutSecs, "health-check-timeout-secs", 5, "the gateway's --health-check-timeout-secs: bound for each worker's health probe (all workers are probed at once)")
@@ -183,6 +194,9 @@ type doctorProbes struct {
 	timeout, healthTimeout time.Duration
 	nixl                   bool
 	health                 func(context.Context, worker.Worker) error
+	// pair probes a pair through the gateway (nil: none), at most maxPairs of them.
+	pair     func(context.Context, worker.Worker, worker.Worker) (doctor.PairProbe, error)
+	maxPairs int
 }
 
 // anyEvents reports whether some listed worker is routed by its KV events: then a worker
@@ -227,6 +241,7 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 		o.ProbeNixl = probeNixl
 	}
 	o.ProbeHealth, o.HealthTimeout = p.health, p.healthTimeout
+	o.ProbePair, o.MaxPairs = p.pair, p.maxPairs
 	fs := append(doctor.Check(ctx, ws, o), notReady...)
 	ok := true
 	for _, f := range fs {
@@ -250,6 +265,8 @@ func printDoctor(w io.Writer, r doctorReport) {
 		who := f.Role
 		if f.Tenant != "" {
 			who = "tenant " + f.Tenant
+		} else if f.PrefillID != "" {
+			who = "pair" // the message names both workers
 		} else if f.WorkerID != "" {
 			who = fmt.Sprintf("%s %s (%s)", f.Role, f.WorkerID, f.URL)
 		}

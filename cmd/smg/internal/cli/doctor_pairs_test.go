@@ -1,0 +1,134 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
+
+	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/sim"
+)
+
+// lockedBuffer is a log sink safe for the gateway's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type pairFinding struct {
+	Kind      string `json:"kind"`
+	Severity  string `json:"severity"`
+	PrefillID string `json:"prefill_id"`
+	DecodeID  string `json:"decode_id"`
+	Message   string `json:"message"`
+}
+
+// The issue's Done-when on loopback simulators: a vLLM NIXL pair whose decode drops the
+// handoff (no-kv-params), a Mooncake prefill registered without kv_engine_id, and a healthy
+// NIXL pair. `smg doctor --probe-requests` names both recomputing pairs (and no other), the
+// recompute counter moves for their decodes by the prompt tokens recomputed, the WARN names
+// each pair, and the healthy pair moves nothing.
+func TestDoctorProbeRequestsNamesThePairsThatRecompute(t *testing.T) {
+	t.Parallel()
+	nixlP := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill, KVConnector: sim.ConnectorNixl})
+	dropD := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorNixl,
+		Faults: []string{sim.FaultNoKVParams}})
+	goodD := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorNixl})
+	mcP := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill, KVConnector: sim.ConnectorMooncake})
+	mcD := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorMooncake})
+	logs := &lockedBuffer{}
+	g := fleet.StartGateway(t, fleet.DefaultConfig(), fx.Decorate(func(*slog.Logger) *slog.Logger {
+		return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}))
+	ids := map[*sim.Server]string{}
+	for _, s := range []*sim.Server{nixlP, dropD, goodD, mcD} {
+		ids[s] = g.Register(t, fleet.WorkerSpec(s))
+	}
+	ids[mcP] = g.Register(t, map[string]any{"url": mcP.URL(), "worker_type": "prefill", "runtime_type": "vllm",
+		"kv_connector": "MooncakeConnector", "bootstrap_port": mcP.BootstrapPort()}) // no kv_engine_id
+	g.WaitWorkersHealthy(t, 5)
+
+	code, out, errOut := runCLI([]string{"doctor", "--url", g.URL, "--json", "--probe-requests", "--no-health-probe"}, nil)
+	assert.Equal(t, 1, code, errOut+out)
+	var rep struct {
+		Findings []pairFinding `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	var recompute [][2]string
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.Kind, "pair") {
+			require.Equal(t, "pair_recomputes", f.Kind, "%+v", f)
+			assert.Equal(t, "error", f.Severity)
+			recompute = append(recompute, [2]string{f.PrefillID, f.DecodeID})
+		}
+	}
+	assert.ElementsMatch(t, [][2]string{{ids[nixlP], ids[dropD]}, {ids[mcP], ids[mcD]}}, recompute, out)
+
+	m := g.Metrics(t)
+	nixl := m.Sum("smg_pd_recomputed_prompts_total", "decode", dropD.URL(), "connector", "nixl")
+	mc := m.Sum("smg_pd_recomputed_prompts_total", "decode", mcD.URL(), "connector", "mooncake")
+	assert.Greater(t, nixl, 16.0, "the probe's prompt spans several KV pages")
+	assert.Greater(t, mc, 16.0)
+	assert.Zero(t, m.Sum("smg_pd_recomputed_prompts_total", "decode", goodD.URL()), "the healthy pair moves nothing")
+	assert.EqualValues(t, 1, dropD.Stats().RecomputedPrompts)
+	assert.EqualValues(t, 1, mcD.Stats().RecomputedPrompts)
+	assert.Zero(t, goodD.Stats().RecomputedPrompts)
+	assert.EqualValues(t, 1, goodD.Stats().HandoffsReceived, "the healthy pair's probe went through the handoff")
+	for _, pair := range [][2]*sim.Server{{nixlP, dropD}, {mcP, mcD}} {
+		assert.Contains(t, logs.String(), "prefill="+pair[0].URL()+" decode="+pair[1].URL(), "the WARN names the pair")
+	}
+	assert.NotContains(t, logs.String(), "decode="+goodD.URL())
+
+	// The endpoint itself: the counter moves by exactly the tokens the probe reports
+	// recomputed, the whole prompt (the decode reported none cached).
+	r := g.Post(t, "/workers/probe-pair", map[string]any{"prefill": nixlP.URL(), "decode": ids[dropD]}, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	var res struct {
+		Outcome          string `json:"outcome"`
+		Recomputed       bool   `json:"recomputed"`
+		Measured         bool   `json:"measured"`
+		Status           int    `json:"status"`
+		Connector        string `json:"connector"`
+		PromptTokens     int    `json:"prompt_tokens"`
+		CachedTokens     int    `json:"cached_tokens"`
+		RecomputedTokens int    `json:"recomputed_tokens"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &res))
+	assert.Equal(t, "recomputed", res.Outcome)
+	assert.True(t, res.Recomputed)
+	assert.True(t, res.Measured)
+	assert.Equal(t, http.StatusOK, res.Status)
+	assert.Equal(t, "nixl", res.Connector)
+	assert.Zero(t, res.CachedTokens)
+	assert.Equal(t, res.PromptTokens, res.RecomputedTokens)
+	assert.Equal(t, nixl+float64(res.RecomputedTokens),
+		g.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", dropD.URL(), "connector", "nixl"))
+
+	r = g.Post(t, "/workers/probe-pair", map[string]any{"prefill": ids[nixlP], "decode": ids[goodD]}, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.NoError(t, json.Unmarshal(r.Body, &res))
+	assert.Equal(t, "kv_received", res.Outcome)
+	assert.False(t, res.Recomputed)
+	assert.Equal(t, res.PromptTokens, res.CachedTokens)
+	assert.Zero(t, g.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", goodD.URL()))
+}

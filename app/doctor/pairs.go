@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -19,9 +20,15 @@ const (
 	// KindPairProbeUnmeasured: the probe succeeded, but the decode reports no cached tokens,
 	// so whether it received the KV cannot be told.
 	KindPairProbeUnmeasured = "pair_probe_unmeasured"
-	// KindPairsNotProbed: more compatible pairs than Options.MaxPairs; the rest were not probed.
+	// KindPairsNotProbed: more compatible pairs than Options.MaxPairs (the rest were not
+	// probed), or a gateway that cannot probe pairs (ErrPairProbeUnsupported).
 	KindPairsNotProbed = "pairs_not_probed"
 )
+
+// ErrPairProbeUnsupported is returned by an Options.ProbePair whose gateway does not serve
+// POST /workers/probe-pair (one older than the doctor): no pair is reported, one
+// KindPairsNotProbed note says why.
+var ErrPairProbeUnsupported = errors.New("the gateway does not serve POST /workers/probe-pair (older than this smg doctor)")
 
 // Pair probe outcomes (PairProbe.Outcome), as POST /workers/probe-pair answers them.
 const (
@@ -92,6 +99,12 @@ func probePairs(ctx context.Context, prefills, decodes []*worker.Live, o Options
 	}
 	wg.Wait()
 	var out []Finding
+	for _, err := range errs {
+		if errors.Is(err, ErrPairProbeUnsupported) {
+			return []Finding{{Kind: KindPairsNotProbed, Severity: SeverityNote,
+				Message: fmt.Sprintf("%d compatible prefill/decode pairs were not probed: %v", skipped+len(pairs), err)}}
+		}
+	}
 	for i, pr := range pairs {
 		if f, ok := pairFinding(pr.p.Worker, pr.d.Worker, results[i], errs[i]); ok {
 			out = append(out, f)

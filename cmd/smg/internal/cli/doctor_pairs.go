@@ -9,12 +9,15 @@ import (
 	"net/http"
 
 	"github.com/smg-go/smg/app/doctor"
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
 
 // pairProber probes one prefill/decode pair through the gateway at base: POST
 // /workers/probe-pair {"prefill":<id>,"decode":<id>} with the admin key, bounded by the
-// context doctor.Check gives it. A non-200 answer is an error naming its status and body.
+// context doctor.Check gives it. A non-200 answer is an error naming its status and body;
+// a 404 that is not WORKER_NOT_FOUND (no such route), or a 405, is
+// doctor.ErrPairProbeUnsupported.
 func pairProber(base, adminKey string) func(context.Context, worker.Worker, worker.Worker) (doctor.PairProbe, error) {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	return func(ctx context.Context, p, d worker.Worker) (doctor.PairProbe, error) {
@@ -35,6 +38,9 @@ func pairProber(base, adminKey string) func(context.Context, worker.Worker, work
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if err != nil {
 			return doctor.PairProbe{}, err
+		}
+		if (resp.StatusCode == http.StatusNotFound && !bytes.Contains(b, []byte(wire.CodeWorkerNotFound))) || resp.StatusCode == http.StatusMethodNotAllowed {
+			return doctor.PairProbe{}, doctor.ErrPairProbeUnsupported // no such route: an older gateway
 		}
 		if resp.StatusCode != http.StatusOK {
 			return doctor.PairProbe{}, fmt.Errorf("POST /workers/probe-pair: status %d: %s", resp.StatusCode, oneLine(string(b[:min(len(b), 300)])))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -131,4 +132,89 @@ func TestDoctorProbeRequestsNamesThePairsThatRecompute(t *testing.T) {
 	assert.False(t, res.Recomputed)
 	assert.Equal(t, res.PromptTokens, res.CachedTokens)
 	assert.Zero(t, g.Metrics(t).Sum("smg_pd_recomputed_prompts_total", "decode", goodD.URL()))
+}
+
+// A gateway older than the doctor (no POST /workers/probe-pair route): no pair is blamed,
+// one note says why, and the doctor passes (the vLLM NIXL gRPC fleet has only notes).
+func TestDoctorNotesAGatewayThatCannotProbePairs(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/workers" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"workers":[
+{"id":"p0","url":"grpc://127.0.0.1:1","model_id":"m","worker_type":"prefill","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready","labels":{"kv_cache_dtype":"auto"}},
+{"id":"d0","url":"grpc://127.0.0.1:2","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"vllm","kv_connector":"NixlConnector","status":"ready","labels":{"kv_cache_dtype":"auto"}}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errOut := runCLI([]string{"doctor", "--url", srv.URL, "--json", "--probe-requests", "--no-health-probe"}, nil)
+	assert.Equal(t, 0, code, errOut+out)
+	var rep struct {
+		Findings []pairFinding `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	var kinds []string
+	for _, f := range rep.Findings {
+		kinds = append(kinds, f.Kind)
+	}
+	assert.Equal(t, []string{"nixl_not_probed_over_grpc", "pairs_not_probed"}, kinds, out)
+	assert.Contains(t, rep.Findings[len(rep.Findings)-1].Message, "does not serve POST /workers/probe-pair")
+}
+
+// --probe-max-pairs bounds the pairs probed: 2 prefills × 2 decodes with a cap of 3 probes
+// three pairs, notes the fourth, and the text output names the note.
+func TestDoctorProbesAtMostMaxPairs(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var probed [][2]string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/workers/probe-pair":
+			var in struct{ Prefill, Decode string }
+			_ = json.NewDecoder(r.Body).Decode(&in)
+			mu.Lock()
+			probed = append(probed, [2]string{in.Prefill, in.Decode})
+			mu.Unlock()
+			if in.Decode == "d1" {
+				_, _ = w.Write([]byte(`{"outcome":"unmeasured","status":200,"connector":"passthrough"}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"outcome":"failed","status":502,"error_code":"decode_failed","error":"boom"}`))
+		case "/workers":
+			_, _ = w.Write([]byte(`{"workers":[
+{"id":"p0","url":"grpc://127.0.0.1:1","model_id":"m","worker_type":"prefill","connection_mode":"grpc","runtime_type":"sglang","status":"ready"},
+{"id":"p1","url":"grpc://127.0.0.1:2","model_id":"m","worker_type":"prefill","connection_mode":"grpc","runtime_type":"sglang","status":"ready"},
+{"id":"d0","url":"grpc://127.0.0.1:3","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"sglang","status":"ready"},
+{"id":"d1","url":"grpc://127.0.0.1:4","model_id":"m","worker_type":"decode","connection_mode":"grpc","runtime_type":"sglang","status":"ready"}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errOut := runCLI([]string{"doctor", "--url", srv.URL, "--json", "--probe-requests", "--no-health-probe", "--probe-max-pairs", "3"}, nil)
+	assert.Equal(t, 1, code, errOut+out)
+	var rep struct {
+		Findings []pairFinding `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	var got []string
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.Kind, "pair") {
+			got = append(got, f.Kind+" "+f.PrefillID+" "+f.DecodeID)
+		}
+	}
+	assert.Equal(t, []string{"pair_probe_failed p0 d0", "pair_probe_unmeasured p0 d1", "pair_probe_failed p1 d0", "pairs_not_probed  "}, got, out)
+	assert.Len(t, probed, 3)
+	assert.NotContains(t, probed, [2]string{"p1", "d1"})
+
+	code, out, _ = runCLI([]string{"doctor", "--url", srv.URL, "--probe-requests", "--no-health-probe", "--probe-max-pairs", "3"}, nil)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "[pairs_not_probed]: 1 of 4 compatible prefill/decode pairs were not probed")
+	assert.Contains(t, out, "ERROR   pair [pair_probe_failed]: prefill p0 (grpc://127.0.0.1:1) → decode d0 (grpc://127.0.0.1:3): the probe request failed with 502 decode_failed: boom")
+
+	code, _, errOut = runCLI([]string{"doctor", "--url", srv.URL, "--probe-max-pairs", "0"}, nil)
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "--probe-max-pairs")
 }

@@ -139,11 +139,16 @@ func TestDoctorProbeFindsANixlPrefillWithoutParams(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	var rep doctorOut
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-	require.Len(t, rep.Findings, 1, out)
+	require.Len(t, rep.Findings, 2, out)
 	assert.Equal(t, "nixl_prefill_returns_no_kv_transfer_params", rep.Findings[0].Kind)
 	assert.Equal(t, bad, rep.Findings[0].WorkerID)
 	assert.NotEqual(t, good, rep.Findings[0].WorkerID)
-	assert.Equal(t, int64(1), f.Prefills[0].Stats().Requests, "the healthy prefill got exactly the probe")
+	// The pair probe (one request through each pair, through the gateway) sees the same
+	// prefill's pair recompute; the healthy prefill's pair is not named.
+	assert.Equal(t, "pair_recomputes", rep.Findings[1].Kind)
+	assert.Contains(t, rep.Findings[1].Message, "prefill "+bad+" ")
+	assert.NotContains(t, rep.Findings[1].Message, good)
+	assert.Equal(t, int64(2), f.Prefills[0].Stats().Requests, "the healthy prefill got exactly the NIXL probe and its pair's probe")
 }
 
 // --probe-requests on a gRPC vLLM NIXL fleet sends no HTTP probe to the grpc:// workers: the
@@ -151,6 +156,10 @@ func TestDoctorProbeFindsANixlPrefillWithoutParams(t *testing.T) {
 func TestDoctorProbeSkipsGRPCWorkers(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/workers/probe-pair" { // the pair received its KV (through the gateway's gRPC pipeline)
+			_, _ = w.Write([]byte(`{"outcome":"kv_received","measured":true,"status":200,"prompt_tokens":300,"cached_tokens":300}`))
+			return
+		}
 		if r.URL.Path != "/workers" {
 			http.NotFound(w, r)
 			return

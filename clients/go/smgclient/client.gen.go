@@ -311,6 +311,30 @@ func (e ModelListObject) Valid() bool {
 	}
 }
 
+// Defines values for ProbePairResultOutcome.
+const (
+	ProbePairResultOutcomeFailed     ProbePairResultOutcome = "failed"
+	ProbePairResultOutcomeKvReceived ProbePairResultOutcome = "kv_received"
+	ProbePairResultOutcomeRecomputed ProbePairResultOutcome = "recomputed"
+	ProbePairResultOutcomeUnmeasured ProbePairResultOutcome = "unmeasured"
+)
+
+// Valid indicates whether the value is a known member of the ProbePairResultOutcome enum.
+func (e ProbePairResultOutcome) Valid() bool {
+	switch e {
+	case ProbePairResultOutcomeFailed:
+		return true
+	case ProbePairResultOutcomeKvReceived:
+		return true
+	case ProbePairResultOutcomeRecomputed:
+		return true
+	case ProbePairResultOutcomeUnmeasured:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadinessReason.
 const (
 	ReadinessReasonDraining                   ReadinessReason = "draining"
@@ -1168,6 +1192,66 @@ type ModelList struct {
 // ModelListObject defines model for ModelList.Object.
 type ModelListObject string
 
+// ProbePairRequest defines model for ProbePairRequest.
+type ProbePairRequest struct {
+	// Decode The decode worker: its id or its URL as registered.
+	Decode string `json:"decode"`
+
+	// Prefill The prefill worker: its id (GET /workers) or its URL as registered.
+	Prefill string `json:"prefill"`
+}
+
+// ProbePairResult defines model for ProbePairResult.
+type ProbePairResult struct {
+	// CachedTokens Prompt tokens the decode reported as cached, i.e. received through the KV handoff (0 when unmeasured).
+	CachedTokens int64 `json:"cached_tokens"`
+
+	// Connector The pair's connector label of smg_pd_recomputed_prompts_total (the prefill's KV transport, passthrough without one).
+	Connector string `json:"connector"`
+
+	// DecodeId The decode worker's id.
+	DecodeId string `json:"decode_id"`
+
+	// DecodeUrl The decode worker's URL (credentials redacted).
+	DecodeUrl string `json:"decode_url"`
+
+	// ElapsedMs Wall time of the probe request in milliseconds.
+	ElapsedMs int64 `json:"elapsed_ms"`
+
+	// Error The error message of a failed probe.
+	Error *string `json:"error,omitempty"`
+
+	// ErrorCode The error code of a failed probe (the gateway's error body).
+	ErrorCode *string `json:"error_code,omitempty"`
+
+	// Measured The decode's answer carried its prompt and cached token counts (usage.prompt_tokens_details.cached_tokens, or the gRPC complete's cached_tokens).
+	Measured bool `json:"measured"`
+
+	// Outcome kv_received: the decode reported the prompt cached (within one KV page); recomputed: it recomputed the prompt (a silent recompute, counted in smg_pd_recomputed_prompts_total); unmeasured: the answer carried no cached-token count (the engine or connector gives no signal); failed: the request failed.
+	Outcome ProbePairResultOutcome `json:"outcome"`
+
+	// PrefillId The prefill worker's id.
+	PrefillId string `json:"prefill_id"`
+
+	// PrefillUrl The prefill worker's URL (credentials redacted).
+	PrefillUrl string `json:"prefill_url"`
+
+	// PromptTokens Prompt tokens the decode reported (0 when unmeasured).
+	PromptTokens int64 `json:"prompt_tokens"`
+
+	// Recomputed outcome == recomputed. False also when unmeasured: read measured first.
+	Recomputed bool `json:"recomputed"`
+
+	// RecomputedTokens Prompt tokens counted as recomputed (0 when the shortfall is within one KV page).
+	RecomputedTokens int64 `json:"recomputed_tokens"`
+
+	// Status HTTP status a client would have been answered.
+	Status int64 `json:"status"`
+}
+
+// ProbePairResultOutcome kv_received: the decode reported the prompt cached (within one KV page); recomputed: it recomputed the prompt (a silent recompute, counted in smg_pd_recomputed_prompts_total); unmeasured: the answer carried no cached-token count (the engine or connector gives no signal); failed: the request failed.
+type ProbePairResultOutcome string
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	// HealthyWorkers Workers with status ready (only when ready).
@@ -1758,6 +1842,9 @@ type CreateResponseJSONRequestBody = ResponsesRequest
 
 // AddWorkerJSONRequestBody defines body for AddWorker for application/json ContentType.
 type AddWorkerJSONRequestBody = WorkerSpec
+
+// ProbePairJSONRequestBody defines body for ProbePair for application/json ContentType.
+type ProbePairJSONRequestBody = ProbePairRequest
 
 // Getter for additional properties for AnthropicMessage. Returns the specified
 // element and whether it was found
@@ -8004,6 +8091,24 @@ type ClientInterface interface {
 	// Corresponds with POST /workers (the `AddWorker` operationId).
 	AddWorker(ctx context.Context, body AddWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ProbePairWithBody Probe one prefill/decode pair for silent recomputes
+	//
+	// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+	ProbePairWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProbePair Probe one prefill/decode pair for silent recomputes
+	//
+	// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+	ProbePair(ctx context.Context, body ProbePairJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RemoveWorker Remove a worker
 	//
 	// A ready worker is marked draining (no new requests) and removed after its drain settle time (--drain-settle-secs, default 5 s); any other worker is removed at once.
@@ -8589,6 +8694,44 @@ func (c *Client) AddWorkerWithBody(ctx context.Context, contentType string, body
 // Corresponds with POST /workers (the `AddWorker` operationId).
 func (c *Client) AddWorker(ctx context.Context, body AddWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAddWorkerRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProbePairWithBody Probe one prefill/decode pair for silent recomputes
+//
+// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+func (c *Client) ProbePairWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProbePairRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProbePair Probe one prefill/decode pair for silent recomputes
+//
+// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+func (c *Client) ProbePair(ctx context.Context, body ProbePairJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProbePairRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9634,6 +9777,46 @@ func NewAddWorkerRequestWithBody(server string, contentType string, body io.Read
 	return req, nil
 }
 
+// NewProbePairRequest calls the generic ProbePair builder with application/json body
+func NewProbePairRequest(server string, body ProbePairJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewProbePairRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewProbePairRequestWithBody constructs an http.Request for the ProbePair method, with any body, and a specified content type
+func NewProbePairRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/workers/probe-pair")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRemoveWorkerRequest constructs an http.Request for the RemoveWorker method
 func NewRemoveWorkerRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -10033,6 +10216,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /workers (the `AddWorker` operationId).
 	AddWorkerWithResponse(ctx context.Context, body AddWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*AddWorkerResponse, error)
+
+	// ProbePairWithBodyWithResponse Probe one prefill/decode pair for silent recomputes
+	//
+	// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+	ProbePairWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProbePairResponse, error)
+
+	// ProbePairWithResponse Probe one prefill/decode pair for silent recomputes
+	//
+	// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+	ProbePairWithResponse(ctx context.Context, body ProbePairJSONRequestBody, reqEditors ...RequestEditorFn) (*ProbePairResponse, error)
 
 	// RemoveWorkerWithResponse Remove a worker
 	//
@@ -12558,6 +12759,82 @@ func (r AddWorkerResponse) ContentType() string {
 	return ""
 }
 
+type ProbePairResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProbePairResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *WorkerError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *WorkerError
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *WorkerError
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *WorkerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *WorkerError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProbePairResponse) GetJSON200() *ProbePairResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ProbePairResponse) GetJSON400() *WorkerError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ProbePairResponse) GetJSON401() *WorkerError {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ProbePairResponse) GetJSON404() *WorkerError {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ProbePairResponse) GetJSON500() *WorkerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProbePairResponse) GetJSON503() *WorkerError {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ProbePairResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProbePairResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProbePairResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProbePairResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RemoveWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13174,6 +13451,36 @@ func (c *ClientWithResponses) AddWorkerWithResponse(ctx context.Context, body Ad
 		return nil, err
 	}
 	return ParseAddWorkerResponse(rsp)
+}
+
+// ProbePairWithBodyWithResponse Probe one prefill/decode pair for silent recomputes
+//
+// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+func (c *ClientWithResponses) ProbePairWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProbePairResponse, error) {
+	rsp, err := c.ProbePairWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProbePairResponse(rsp)
+}
+
+// ProbePairWithResponse Probe one prefill/decode pair for silent recomputes
+//
+// Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /workers/probe-pair (the `ProbePair` operationId).
+func (c *ClientWithResponses) ProbePairWithResponse(ctx context.Context, body ProbePairJSONRequestBody, reqEditors ...RequestEditorFn) (*ProbePairResponse, error) {
+	rsp, err := c.ProbePair(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProbePairResponse(rsp)
 }
 
 // RemoveWorkerWithResponse Remove a worker
@@ -16480,6 +16787,67 @@ func ParseAddWorkerResponse(rsp *http.Response) (*AddWorkerResponse, error) {
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseProbePairResponse parses an HTTP response from a ProbePairWithResponse call
+func ParseProbePairResponse(rsp *http.Response) (*ProbePairResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProbePairResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProbePairResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest WorkerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	return response, nil

@@ -432,6 +432,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workers/probe-pair": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Probe one prefill/decode pair for silent recomputes
+         * @description Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.
+         */
+        post: operations["probe-pair"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workers/{id}": {
         parameters: {
             query?: never;
@@ -921,6 +941,62 @@ export interface components {
             data: components["schemas"]["Model"][];
             /** @enum {string} */
             object: "list";
+        };
+        ProbePairRequest: {
+            /** @description The decode worker: its id or its URL as registered. */
+            decode: string;
+            /** @description The prefill worker: its id (GET /workers) or its URL as registered. */
+            prefill: string;
+        };
+        ProbePairResult: {
+            /**
+             * Format: int64
+             * @description Prompt tokens the decode reported as cached, i.e. received through the KV handoff (0 when unmeasured).
+             */
+            cached_tokens: number;
+            /** @description The pair's connector label of smg_pd_recomputed_prompts_total (the prefill's KV transport, passthrough without one). */
+            connector: string;
+            /** @description The decode worker's id. */
+            decode_id: string;
+            /** @description The decode worker's URL (credentials redacted). */
+            decode_url: string;
+            /**
+             * Format: int64
+             * @description Wall time of the probe request in milliseconds.
+             */
+            elapsed_ms: number;
+            /** @description The error message of a failed probe. */
+            error?: string;
+            /** @description The error code of a failed probe (the gateway's error body). */
+            error_code?: string;
+            /** @description The decode's answer carried its prompt and cached token counts (usage.prompt_tokens_details.cached_tokens, or the gRPC complete's cached_tokens). */
+            measured: boolean;
+            /**
+             * @description kv_received: the decode reported the prompt cached (within one KV page); recomputed: it recomputed the prompt (a silent recompute, counted in smg_pd_recomputed_prompts_total); unmeasured: the answer carried no cached-token count (the engine or connector gives no signal); failed: the request failed.
+             * @enum {string}
+             */
+            outcome: "kv_received" | "recomputed" | "unmeasured" | "failed";
+            /** @description The prefill worker's id. */
+            prefill_id: string;
+            /** @description The prefill worker's URL (credentials redacted). */
+            prefill_url: string;
+            /**
+             * Format: int64
+             * @description Prompt tokens the decode reported (0 when unmeasured).
+             */
+            prompt_tokens: number;
+            /** @description outcome == recomputed. False also when unmeasured: read measured first. */
+            recomputed: boolean;
+            /**
+             * Format: int64
+             * @description Prompt tokens counted as recomputed (0 when the shortfall is within one KV page).
+             */
+            recomputed_tokens: number;
+            /**
+             * Format: int64
+             * @description HTTP status a client would have been answered.
+             */
+            status: number;
         };
         Readiness: {
             /**
@@ -2215,6 +2291,75 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
+        };
+    };
+    "probe-pair": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProbePairRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProbePairResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerError"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,7 +4,9 @@
 // SGLang prefills without a reachable bootstrap port, workers that are not ready, workers that
 // fail a health probe of their own, and what a gRPC servicer silently does not do (no KV
 // layout reported, data_parallel_rank ignored). It works on the workers a gateway reports (GET /workers),
-// and probes each of them itself, so a worker that died since the gateway's last probe is seen.
+// and probes each of them itself, so a worker that died since the gateway's last probe is seen;
+// given a pair prober (the gateway's POST /workers/probe-pair) it also names the pairs whose
+// decode recomputes the prompt.
 package doctor
 
 import (

@@ -218,3 +218,51 @@ func TestDoctorProbesAtMostMaxPairs(t *testing.T) {
 	assert.Equal(t, 2, code, errOut)
 	assert.Contains(t, errOut, "--probe-max-pairs")
 }
+
+// A pair whose decode fails: the probe answers outcome failed with the status and code a
+// client would have had, the doctor names the pair (pair_probe_failed), the decode's
+// breaker sees the failure (the probe is a real request) and the prefill's does not.
+func TestDoctorNamesAPairWhoseProbeFails(t *testing.T) {
+	t.Parallel()
+	p := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill, KVConnector: sim.ConnectorNixl})
+	d := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorNixl,
+		Faults: []string{"status:503"}})
+	g := fleet.StartGateway(t, fleet.DefaultConfig())
+	pid, did := g.Register(t, fleet.WorkerSpec(p)), g.Register(t, fleet.WorkerSpec(d))
+	g.WaitWorkersHealthy(t, 2)
+
+	r := g.Post(t, "/workers/probe-pair", map[string]any{"prefill": pid, "decode": did}, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	var res struct {
+		Outcome   string `json:"outcome"`
+		Status    int    `json:"status"`
+		ErrorCode string `json:"error_code"`
+		Measured  bool   `json:"measured"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &res))
+	assert.Equal(t, "failed", res.Outcome)
+	assert.Equal(t, http.StatusServiceUnavailable, res.Status, "%s", r.Body)
+	assert.NotEmpty(t, res.ErrorCode)
+	assert.False(t, res.Measured)
+	assert.EqualValues(t, 1, p.Stats().Requests, "the prefill leg ran once: no retry on another pair")
+	m := g.Metrics(t)
+	assert.Equal(t, 1.0, m.Sum("smg_worker_cb_outcomes_total", "worker", d.URL(), "outcome", "failure"), "the decode's breaker saw it")
+	assert.Zero(t, m.Sum("smg_worker_cb_outcomes_total", "worker", p.URL(), "outcome", "failure"))
+
+	code, out, errOut := runCLI([]string{"doctor", "--url", g.URL, "--json", "--probe-requests", "--no-health-probe"}, nil)
+	assert.Equal(t, 1, code, errOut+out)
+	var rep struct {
+		Findings []pairFinding `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	var got []pairFinding
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.Kind, "pair") {
+			got = append(got, f)
+		}
+	}
+	require.Len(t, got, 1, out)
+	assert.Equal(t, "pair_probe_failed", got[0].Kind)
+	assert.Equal(t, [2]string{pid, did}, [2]string{got[0].PrefillID, got[0].DecodeID})
+	assert.Contains(t, got[0].Message, "failed with 503")
+}

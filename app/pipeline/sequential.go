@@ -322,6 +322,9 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 				items++
 				complete = true
 				r.prefilled(u, it.ev)
+				if pl.cachedTokens != nil { // the vLLM prefill's usage, as the parallel path reports it
+					pl.cachedTokens(pre.Worker.URL, it.ev.PromptTokens, it.ev.CachedTokens)
+				}
 				if harvested == "" {
 					harvested = it.ev.KVTransferJSON
 				}

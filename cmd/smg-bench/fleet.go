@@ -55,6 +55,7 @@ See docs/fleet-bench.md.`,
 				}
 				fleetbench.WriteTable(cmd.OutOrStdout(), rep.Cells)
 				fleetbench.WriteSizeSplit(cmd.OutOrStdout(), rep.Cells)
+				fleetbench.WriteReusable(cmd.OutOrStdout(), rep.Reusable)
 				if plotPath == "" {
 					return nil
 				}
@@ -105,6 +106,7 @@ See docs/fleet-bench.md.`,
 			rep, runErr := fleetbench.Run(cmd.Context(), c)
 			fleetbench.WriteTable(out, rep.Cells)
 			fleetbench.WriteSizeSplit(out, rep.Cells)
+			fleetbench.WriteReusable(out, rep.Reusable)
 			var errs []error
 			if jsonPath != "" && len(rep.Cells) > 0 {
 				errs = append(errs, fleetbench.WriteJSON(jsonPath, rep))

@@ -130,6 +130,10 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
+		if rep.Reusable == nil {
+			rep.Reusable = map[string]float64{}
+		}
+		rep.Reusable[wl] = Reusable(reqs)
 		for _, pol := range c.Policies {
 			for _, r := range c.Replicas {
 				for _, v := range variants(c.Variants) {

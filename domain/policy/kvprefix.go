@@ -43,6 +43,18 @@ type KVPredictor interface {
 //
 //	cost_i = load_i − KVOverlapWeight × hit_i
 //
+// With LoadMetric LoadTokens (--load-metric tokens) the cost is counted in tokens instead, the
+// prefill work the worker would have before this prompt's first token:
+//
+//	cost_i = tokens_i + (1 − hit_i) × prompt tokens
+//
+// tokens_i is the worker's in-flight tokens (worker.Live.TokenLoad: prompts of the legs in
+// flight plus the decodes' expected tokens), the second term what it would compute of this
+// prompt. A worker holding a prefix keeps it while the prompt's uncached remainder plus what
+// it already has in flight is less than a cold worker's whole prompt plus its queue, so one
+// worker holding a prefix everybody shares (a system prompt) does not take every request on
+// an idle fleet, where a request count of 0 or 1 says nothing about the work queued.
+//
 // load_i is the worker's in-flight requests (worker.Live.Load); hit_i in [0, 1] is the share
 // of the prompt's tokens the worker already holds: from KVPrefixes.Matched for live workers,
 // else the approximate tree's match rate when the worker is recorded at the deepest matched
@@ -92,6 +104,9 @@ func (p *CacheAware) selectKV(c []*worker.Live, req *Request, t *radixTree, load
 			hit = approxRate
 		}
 		cost := float64(loads[i]) - p.overlap*hit
+		if p.tokens {
+			cost = float64(w.TokenLoad()) + (1-hit)*total
+		}
 		if cost > bestCost {
 			continue
 		}

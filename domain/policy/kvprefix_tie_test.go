@@ -64,3 +64,29 @@ func TestCacheAwareKVEventsTieKeysOnThePromptHead(t *testing.T) {
 	setLoad(ws[first], 1)
 	assert.NotEqual(t, first, p.Select(ws, &policy.Request{Model: "m", TokenIDs: q2}), "a busier worker is not a tie")
 }
+
+// With --load-metric tokens the KV cost is the prefill work in tokens: a worker holding
+// half of a prompt (the system prompt every conversation shares) loses it to an idle worker
+// once it has more than that half in flight, where the request count (1 in flight against a
+// half match worth 2) kept sending it everything; a prompt it holds 90 % of stays.
+func TestCacheAwareKVEventsTokenCostSpreadsASharedPrefix(t *testing.T) {
+	t.Parallel()
+	ws := workers(2)
+	live := map[string]bool{ws[0].URL: true, ws[1].URL: true}
+	byTokens, _ := cacheAware(t, func(o *policy.Options) {
+		o.KVPrefixes, o.LoadMetric = &fakeKV{live: live, matched: map[string]int{ws[0].URL: 50}}, policy.LoadTokens
+	})
+	byRequests, _ := cacheAware(t, func(o *policy.Options) {
+		o.KVPrefixes = &fakeKV{live: live, matched: map[string]int{ws[0].URL: 50}}
+	})
+	setLoad(ws[0], 1)
+	ws[0].HoldTokens(60, 0)
+	req := &policy.Request{Model: "m", TokenIDs: prompt(1, 100)}
+	assert.Equal(t, 0, byRequests.Select(ws, req), "requests: 1 in flight − 4 × 0.5 beats 0")
+	assert.Equal(t, 1, byTokens.Select(ws, req), "tokens: 60 in flight + 50 to compute > 100")
+
+	mostly, _ := cacheAware(t, func(o *policy.Options) {
+		o.KVPrefixes, o.LoadMetric = &fakeKV{live: live, matched: map[string]int{ws[0].URL: 90}}, policy.LoadTokens
+	})
+	assert.Equal(t, 0, mostly.Select(ws, req), "tokens: 60 + 10 < 100")
+}

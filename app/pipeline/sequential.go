@@ -139,7 +139,9 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		}
 		start := time.Now()
 		var ok bool
-		if harvested, ok = pl.runPrefill(gctx, fail, pre, u, r, legCtx); !ok {
+		harvested, ok = pl.runPrefill(gctx, fail, pre, u, r, legCtx)
+		dispatch.PrefillLegEnded(gctx) // its tokens are done, whatever the outcome
+		if !ok {
 			return
 		}
 		if pl.metrics != nil {

@@ -19,6 +19,10 @@ type KVWorkerSeries struct {
 	LastSeq uint64
 	// PredictedCached, EngineCached and EnginePrompt are token counters since start.
 	PredictedCached, EngineCached, EnginePrompt uint64
+	// SpecConfirmed, SpecExpired and SpecDropped count speculative entries by outcome;
+	// SpecConfirmSeconds sums the confirmed ones' ages at confirmation (seconds).
+	SpecConfirmed, SpecExpired, SpecDropped uint64
+	SpecConfirmSeconds                      float64
 }
 
 // kvCollector exports KV-event routing series from a source read at scrape time, so a
@@ -26,7 +30,7 @@ type KVWorkerSeries struct {
 type kvCollector struct {
 	src                                                 func() []KVWorkerSeries
 	connected, stalled, lag, gaps, resets, decode, last *prometheus.Desc
-	cached, prompt                                      *prometheus.Desc
+	cached, prompt, spec, specAge                       *prometheus.Desc
 }
 
 // RegisterKVEvents registers the KV-event routing series on reg, read from src at scrape:
@@ -42,6 +46,11 @@ type kvCollector struct {
 //	    "predicted" (what cache_aware counted on at selection) or "engine" (what the
 //	    prefill reported in its usage afterwards)
 //	smg_router_kv_prompt_tokens_total{worker} the prefills' reported prompt tokens
+//	smg_router_kv_speculative_total{worker,outcome} speculative entries ended: outcome
+//	    "confirmed" (the worker's events stored the prompt), "expired" (not within
+//	    --kv-speculative-ttl-secs) or "dropped" (the worker's entries were cleared)
+//	smg_router_kv_speculative_confirm_seconds_total{worker} summed age of the confirmed
+//	    entries at confirmation (÷ the confirmed count = mean event lag seen by routing)
 func RegisterKVEvents(reg prometheus.Registerer, src func() []KVWorkerSeries) error {
 	w := []string{"worker"}
 	c := &kvCollector{src: src,
@@ -55,12 +64,16 @@ func RegisterKVEvents(reg prometheus.Registerer, src func() []KVWorkerSeries) er
 		cached: prometheus.NewDesc("smg_router_kv_cached_tokens_total",
 			"Cached prompt tokens by source: predicted (cache_aware's match at selection) or engine (the prefill's reported usage).", []string{"worker", "source"}, nil),
 		prompt: prometheus.NewDesc("smg_router_kv_prompt_tokens_total", "Prompt tokens the prefills reported, beside their cached tokens.", w, nil),
+		spec: prometheus.NewDesc("smg_router_kv_speculative_total",
+			"Speculative entries ended, by outcome: confirmed (the worker's events stored the prompt), expired, dropped.", []string{"worker", "outcome"}, nil),
+		specAge: prometheus.NewDesc("smg_router_kv_speculative_confirm_seconds_total",
+			"Summed age of the confirmed speculative entries at confirmation, seconds.", w, nil),
 	}
 	return reg.Register(c)
 }
 
 func (c *kvCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.connected, c.stalled, c.lag, c.gaps, c.resets, c.decode, c.last, c.cached, c.prompt} {
+	for _, d := range []*prometheus.Desc{c.connected, c.stalled, c.lag, c.gaps, c.resets, c.decode, c.last, c.cached, c.prompt, c.spec, c.specAge} {
 		ch <- d
 	}
 }
@@ -88,5 +101,9 @@ func (c *kvCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.CounterValue, float64(s.PredictedCached), s.Worker, "predicted")
 		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.CounterValue, float64(s.EngineCached), s.Worker, "engine")
 		ch <- prometheus.MustNewConstMetric(c.prompt, prometheus.CounterValue, float64(s.EnginePrompt), s.Worker)
+		ch <- prometheus.MustNewConstMetric(c.spec, prometheus.CounterValue, float64(s.SpecConfirmed), s.Worker, "confirmed")
+		ch <- prometheus.MustNewConstMetric(c.spec, prometheus.CounterValue, float64(s.SpecExpired), s.Worker, "expired")
+		ch <- prometheus.MustNewConstMetric(c.spec, prometheus.CounterValue, float64(s.SpecDropped), s.Worker, "dropped")
+		ch <- prometheus.MustNewConstMetric(c.specAge, prometheus.CounterValue, s.SpecConfirmSeconds, s.Worker)
 	}
 }

@@ -79,8 +79,9 @@ type Config struct {
 	KVOverlapWeight float64
 	// SelectivePD holds the per-request decode-only thresholds (--selective-pd-*; off).
 	SelectivePD pdmode.Config
-	// KVSpeculativeTTL (--kv-speculative-ttl-secs, 2 s, fractions allowed): life of the entry recorded for a
-	// just-routed prompt before the worker's own events arrive; 0 = none.
+	// KVSpeculativeTTL (--kv-speculative-ttl-secs, 30 s, fractions allowed): longest life of the entry
+	// recorded for a just-routed prompt; it ends sooner, as soon as the worker's own events
+	// store the prompt's last block; 0 = none.
 	KVSpeculativeTTL time.Duration
 	// KVIndexMaxBlocks (--kv-index-max-blocks, 1048576): bound on the KV-event index's
 	// (worker, block) entries.
@@ -286,7 +287,7 @@ func Default() Config {
 		LeastLoadMeanPrefillTokens: 1024,
 		KVEventsRouting:            true,
 		KVOverlapWeight:            4,
-		KVSpeculativeTTL:           2 * time.Second,
+		KVSpeculativeTTL:           30 * time.Second,
 		KVIndexMaxBlocks:           1 << 20,
 		TokenizerCache:             DefaultTokenizerCache(),
 		LoadMetric:                 policy.LoadRequests,

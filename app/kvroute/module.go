@@ -105,7 +105,9 @@ func series(r *Router) []metrics.KVWorkerSeries {
 	for i, s := range st {
 		out[i] = metrics.KVWorkerSeries{Worker: worker.RedactURL(s.URL), Subscribed: s.Subscribed, Connected: s.Connected, Stalled: s.Stalled,
 			LagSeconds: s.LagSeconds, Gaps: s.Gaps, Resets: s.Resets, DecodeErrors: s.DecodeErrors, HasSeq: s.HasSeq,
-			LastSeq: s.LastSeq, PredictedCached: s.PredictedCached, EngineCached: s.EngineCached, EnginePrompt: s.EnginePrompt}
+			LastSeq: s.LastSeq, PredictedCached: s.PredictedCached, EngineCached: s.EngineCached, EnginePrompt: s.EnginePrompt,
+			SpecConfirmed: s.Speculative.Confirmed, SpecExpired: s.Speculative.Expired, SpecDropped: s.Speculative.Dropped,
+			SpecConfirmSeconds: s.Speculative.ConfirmSeconds}
 	}
 	return out
 }

@@ -280,7 +280,7 @@ func (r *Router) drop(url string) {
 		<-s.done
 	}
 	r.index.RemoveWorker(url)
-	r.spec.drop(url)
+	r.spec.forget(url)
 	r.cache.m.Delete(url)
 }
 
@@ -365,7 +365,8 @@ func (r *Router) Matched(model string, tokens []uint32) map[string]int {
 	return out
 }
 
-// Speculate records tokens as held by url for SpeculativeTTL, in the block size its
+// Speculate records tokens as held by url until url's events store them (or for at most
+// SpeculativeTTL), in the block size its
 // events use (DefaultBlockSize before the first), publishes the entry to the other
 // replicas (Options.Shared), and starts the stall clock of url's stream.
 func (r *Router) Speculate(url, model string, tokens []uint32) {
@@ -421,16 +422,41 @@ func (k sink) ApplyKVBatch(b kvevent.Batch) {
 	if k.s.stalled.Swap(false) {
 		k.r.log.Info("kv events: stream resumed, worker back on event routing", "worker", k.ws.Worker, "seq", b.Seq)
 	}
+	stored := false
 	for i := range b.Events {
 		ev := &b.Events[i]
 		switch {
 		case ev.Kind == kvevent.Stored && ev.BlockSize > 0:
 			k.s.blockSize.Store(int64(ev.BlockSize))
+			stored = true
 		case ev.Kind == kvevent.Cleared:
 			k.r.spec.drop(k.ws.Worker)
 		}
 	}
 	k.ws.ApplyKVBatch(b)
+	if stored {
+		k.r.spec.confirm(k.ws.Worker, k.r.holds(k.ws.Worker))
+	}
+}
+
+// holds returns whether the event index holds, for worker, every full block of tokens
+// under model (or under "", where a multi-model worker's events go): the check that ends a
+// speculative entry.
+func (r *Router) holds(worker string) func(model string, tokens []uint32) bool {
+	return func(model string, tokens []uint32) bool {
+		full := func(h kvindex.Hit, ok bool) bool {
+			return ok && h.BlockSize > 0 && h.Tokens()+h.BlockSize > len(tokens)
+		}
+		h, ok := r.index.Match(model, tokens)[worker]
+		if full(h, ok) {
+			return true
+		}
+		if model != "" {
+			h, ok = r.index.Match("", tokens)[worker]
+			return full(h, ok)
+		}
+		return false
+	}
 }
 
 func (k sink) ResetKV(reason kvevent.ResetReason) {

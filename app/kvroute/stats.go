@@ -53,6 +53,8 @@ type WorkerStats struct {
 	LastSeq                        uint64
 	// PredictedCached, EngineCached and EnginePrompt are token counters since start.
 	PredictedCached, EngineCached, EnginePrompt uint64
+	// Speculative counts the worker's speculative entries by outcome.
+	Speculative SpecCounts
 }
 
 // Stats lists every worker with a subscription or cache counters, by URL.
@@ -84,6 +86,9 @@ func (r *Router) Stats() []WorkerStats {
 		w.PredictedCached, w.EngineCached, w.EnginePrompt = c.predicted.Load(), c.engine.Load(), c.prompt.Load()
 		return true
 	})
+	for u, c := range r.spec.stats() {
+		get(u).Speculative = c
+	}
 	out := make([]WorkerStats, 0, len(byURL))
 	for _, s := range byURL {
 		out = append(out, *s)

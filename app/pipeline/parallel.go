@@ -201,6 +201,9 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 			fail(pl.ambiguousTimeout("decode", u.dLeg, u.pLeg.Worker))
 		case it := <-pch:
 			ptC, prefillAnswered = nil, true
+			if it.err != nil { // EOF or failure: the prefill leg is over
+				dispatch.PrefillLegEnded(gctx)
+			}
 			switch {
 			case it.err == io.EOF && !prefillComplete:
 				prefillDone, pch = true, nil

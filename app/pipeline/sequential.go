@@ -139,7 +139,9 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 		}
 		start := time.Now()
 		var ok bool
-		if harvested, ok = pl.runPrefill(gctx, fail, pre, u, r, legCtx); !ok {
+		harvested, ok = pl.runPrefill(gctx, fail, pre, u, r, legCtx)
+		dispatch.PrefillLegEnded(gctx) // its tokens are done, whatever the outcome
+		if !ok {
 			return
 		}
 		if pl.metrics != nil {
@@ -322,6 +324,9 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 				items++
 				complete = true
 				r.prefilled(u, it.ev)
+				if pl.cachedTokens != nil { // the vLLM prefill's usage, as the parallel path reports it
+					pl.cachedTokens(pre.Worker.URL, it.ev.PromptTokens, it.ev.CachedTokens)
+				}
 				if harvested == "" {
 					harvested = it.ev.KVTransferJSON
 				}

@@ -17,6 +17,7 @@ func newFleet() *cobra.Command {
 	var (
 		policies, replicas, workloads string
 		selectivePD                   string
+		variantList                   []string
 		jsonPath, plotPath, from      string
 		rebuild                       bool
 		tc                            = fleetbench.TenantsConfig{DecodeWindow: 8, InteractiveRate: 2, InteractiveRequests: 60,
@@ -37,6 +38,8 @@ role), errors and recomputes. --json writes the report, --plot an SVG of the TTF
 --from re-reads a report (table and plot) without running anything.
 Workloads: shared-prefix, multi-turn, agentic, unique, mixed (or all); --seed fixes them.
 --selective-pd 0,256 runs each cell once per threshold (0 = always PD) in the same run.
+--variant label=flags (repeatable) runs each cell once per gateway configuration in the same
+run, e.g. --variant 'events=--kv-events-routing=true' --variant 'approx=--kv-events-routing=false'.
 --workload two-tenants (alone) is the priority benchmark: a batch tenant (--rate, --requests,
 --max-tokens) saturating decode admission windows of --decode-window, and an interactive
 tenant (--interactive-rate, --interactive-requests, --interactive-max-tokens), keys from a
@@ -52,6 +55,7 @@ See docs/fleet-bench.md.`,
 				}
 				fleetbench.WriteTable(cmd.OutOrStdout(), rep.Cells)
 				fleetbench.WriteSizeSplit(cmd.OutOrStdout(), rep.Cells)
+				fleetbench.WriteReusable(cmd.OutOrStdout(), rep.Reusable)
 				if plotPath == "" {
 					return nil
 				}
@@ -66,6 +70,13 @@ See docs/fleet-bench.md.`,
 			}
 			if c.SelectivePD, err = fleetbench.ParseSelectivePD(selectivePD); err != nil {
 				return err
+			}
+			for _, s := range variantList {
+				v, err := fleetbench.ParseVariant(s)
+				if err != nil {
+					return err
+				}
+				c.Variants = append(c.Variants, v)
 			}
 			if workloads == fleetbench.TwoTenants {
 				c.Workloads = nil
@@ -95,6 +106,7 @@ See docs/fleet-bench.md.`,
 			rep, runErr := fleetbench.Run(cmd.Context(), c)
 			fleetbench.WriteTable(out, rep.Cells)
 			fleetbench.WriteSizeSplit(out, rep.Cells)
+			fleetbench.WriteReusable(out, rep.Reusable)
 			var errs []error
 			if jsonPath != "" && len(rep.Cells) > 0 {
 				errs = append(errs, fleetbench.WriteJSON(jsonPath, rep))
@@ -119,6 +131,7 @@ See docs/fleet-bench.md.`,
 	f.StringVar(&policies, "policy", "cache_aware,round_robin", "comma list of gateway policies (see `smg launch --help`), or all")
 	f.StringVar(&replicas, "replicas", "1,4", "comma list of gateway replica counts")
 	f.StringVar(&selectivePD, "selective-pd", "", "comma list of --selective-pd-uncached-tokens values, one cell each, decodes registered kv_both (e.g. 0,256; empty: plain cells)")
+	f.StringArrayVar(&variantList, "variant", nil, "label=flags: run each cell once more with these extra gateway flags (space-separated), in the same run (repeatable)")
 	f.StringVar(&workloads, "workload", fleetbench.SharedPrefix, "comma list of shared-prefix, multi-turn, agentic, unique, mixed, or all; or two-tenants alone")
 	f.Float64Var(&c.Rate, "rate", c.Rate, "Poisson arrival rate, requests per second")
 	f.IntVar(&c.Requests, "requests", c.Requests, "requests per cell (at most)")

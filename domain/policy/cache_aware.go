@@ -51,6 +51,7 @@ type CacheAware struct {
 	obs       observe
 	kv        KVPrefixes
 	overlap   float64
+	tokens    bool // LoadMetric LoadTokens: the KV cost is counted in tokens (selectKV)
 
 	mu    sync.RWMutex
 	trees map[string]*cacheTree
@@ -89,6 +90,7 @@ func newCacheAware(o Options) *CacheAware {
 		obs:       observe{o.Observer},
 		kv:        o.KVPrefixes,
 		overlap:   o.KVOverlapWeight,
+		tokens:    o.LoadMetric == LoadTokens,
 		trees:     map[string]*cacheTree{},
 	}
 }

@@ -43,11 +43,26 @@ type KVPredictor interface {
 //
 //	cost_i = load_i − KVOverlapWeight × hit_i
 //
+// With LoadMetric LoadTokens (--load-metric tokens) the cost is counted in tokens instead, the
+// prefill work the worker would have before this prompt's first token:
+//
+//	cost_i = tokens_i + (1 − hit_i) × prompt tokens
+//
+// tokens_i is the worker's in-flight tokens (worker.Live.TokenLoad: prompts of the legs in
+// flight plus the decodes' expected tokens), the second term what it would compute of this
+// prompt. A worker holding a prefix keeps it while the prompt's uncached remainder plus what
+// it already has in flight is less than a cold worker's whole prompt plus its queue, so one
+// worker holding a prefix everybody shares (a system prompt) does not take every request on
+// an idle fleet, where a request count of 0 or 1 says nothing about the work queued.
+//
 // load_i is the worker's in-flight requests (worker.Live.Load); hit_i in [0, 1] is the share
 // of the prompt's tokens the worker already holds: from KVPrefixes.Matched for live workers,
 // else the approximate tree's match rate when the worker is recorded at the deepest matched
-// node and the rate is above CacheThreshold (0 otherwise). Ties go to the min-load
-// candidate's order (in-flight, picks made by this instance, index). SMG's balance gate
+// node and the rate is above CacheThreshold (0 otherwise). Ties go to the highest
+// tieKey(prompt, worker URL): a function of the prompt and the worker alone, so every
+// gateway replica breaks a tie the same way (a tie broken by this instance's own pick
+// counts sends one cold prompt to a different worker from each replica and splits the
+// fleet's cache N ways), while different prompts spread over the tied workers. SMG's balance gate
 // stays: when the winner holds a prefix but its load is > avg × BalanceRelThreshold and
 // > avg + BalanceAbsThreshold, the min-load candidate is taken instead (cache_spill).
 // Branches: cache_hit (the winner holds a prefix), cache_spill, cache_miss. The chosen
@@ -79,7 +94,8 @@ func (p *CacheAware) selectKV(c []*worker.Live, req *Request, t *radixTree, load
 			approxRate, approxAt = float64(m)/float64(len(req.Text)), n
 		}
 	}
-	best, bestCost, bestHit := -1, math.Inf(1), 0.0
+	best, bestCost, bestHit, bestTie := -1, math.Inf(1), 0.0, uint64(0)
+	seed := tieSeed(req.TokenIDs)
 	for i, w := range c {
 		hit := 0.0
 		if live[i] {
@@ -88,8 +104,15 @@ func (p *CacheAware) selectKV(c []*worker.Live, req *Request, t *radixTree, load
 			hit = approxRate
 		}
 		cost := float64(loads[i]) - p.overlap*hit
-		if cost < bestCost || (cost == bestCost && i == minIdx) {
-			best, bestCost, bestHit = i, cost, hit
+		if p.tokens {
+			cost = float64(w.TokenLoad()) + (1-hit)*total
+		}
+		if cost > bestCost {
+			continue
+		}
+		tie := tieKey(seed, w.URL)
+		if cost < bestCost || tie > bestTie {
+			best, bestCost, bestHit, bestTie = i, cost, hit, tie
 		}
 	}
 	chosen, branch = best, wire.BranchCacheMiss
@@ -116,4 +139,47 @@ func (n *node) hasTenant(id int32) bool {
 		}
 	}
 	return false
+}
+
+// TieTokens is how many leading prompt tokens key a tie between equal-cost candidates
+// (selectKV): enough to tell conversations apart, few enough that the requests sharing a
+// document or a conversation's first turn key the same (and land where the first one did
+// when its KV events have not arrived yet).
+const TieTokens = 64
+
+// FNV-1a 64-bit (hash/fnv's constants, inlined: the selection path must not allocate).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// tieSeed hashes the first TieTokens token ids (little-endian bytes).
+func tieSeed(tokens []uint32) uint64 {
+	h := uint64(fnvOffset)
+	for _, t := range tokens[:min(len(tokens), TieTokens)] {
+		for range 4 {
+			h ^= uint64(t & 0xff)
+			h *= fnvPrime
+			t >>= 8
+		}
+	}
+	return h
+}
+
+// tieKey mixes a worker URL into seed: the same (prompt, worker) gives the same key in
+// every process.
+func tieKey(seed uint64, url string) uint64 {
+	h := seed
+	for i := 0; i < len(url); i++ {
+		h ^= uint64(url[i])
+		h *= fnvPrime
+	}
+	// FNV's low bits mix poorly across the last bytes: finish with a 64-bit avalanche
+	// (splitmix64's) so URLs differing in one trailing digit do not order alike.
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
 }

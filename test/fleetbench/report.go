@@ -132,6 +132,9 @@ type Report struct {
 	// Setup is the fleet, traffic and workload settings every cell used.
 	Setup Setup  `json:"setup"`
 	Cells []Cell `json:"cells"`
+	// Reusable is each workload's ideal-cache ceiling of the hit rate (Reusable), over the
+	// requests a cell sends.
+	Reusable map[string]float64 `json:"reusable,omitempty"`
 }
 
 // Setup is what every cell of a report shares.

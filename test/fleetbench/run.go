@@ -44,6 +44,10 @@ type Config struct {
 	// --selective-pd-uncached-tokens (0: always PD) with the decodes registered kv_both, the
 	// policy column reading "<policy> spd=<N>".
 	SelectivePD []int
+	// Variants, when not empty, runs each cell once per gateway configuration, in the order
+	// given (the policy column reads "<policy> <label>"): an A/B in one run, on the same
+	// arrivals and prompts.
+	Variants []Variant
 	// Log receives progress lines (one per cell); nil discards them.
 	Log io.Writer
 }
@@ -126,17 +130,25 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
+		if rep.Reusable == nil {
+			rep.Reusable = map[string]float64{}
+		}
+		rep.Reusable[wl] = Reusable(reqs)
 		for _, pol := range c.Policies {
 			for _, r := range c.Replicas {
-				for _, spd := range selectiveCells(c.SelectivePD) {
-					fmt.Fprintf(log, "cell %s / %s / %d replica(s)%s: starting %dP+%dD %s fleet\n", wl, pol, r, spd.label, c.Prefills, c.Decodes, c.Engine)
-					cell, err := runCell(ctx, c, wl, pol, r, reqs, arrivals, spd)
-					if err != nil {
-						return rep, fmt.Errorf("cell %s / %s / %d replicas: %w", wl, pol, r, err)
+				for _, v := range variants(c.Variants) {
+					for _, spd := range selectiveCells(c.SelectivePD) {
+						spd.args = append(slices.Clone(v.Args), spd.args...)
+						spd.label = v.label() + spd.label
+						fmt.Fprintf(log, "cell %s / %s / %d replica(s)%s: starting %dP+%dD %s fleet\n", wl, pol, r, spd.label, c.Prefills, c.Decodes, c.Engine)
+						cell, err := runCell(ctx, c, wl, pol, r, reqs, arrivals, spd)
+						if err != nil {
+							return rep, fmt.Errorf("cell %s / %s / %d replicas%s: %w", wl, pol, r, spd.label, err)
+						}
+						fmt.Fprintf(log, "cell %s / %s / %d replica(s)%s: %d/%d ok in %.1fs, ttft p50 %.0f ms, hit rate %.3f, decode-only %d\n",
+							wl, pol, r, spd.label, cell.OK, cell.Sent, cell.ElapsedS, cell.TTFTms.P50, cell.CacheHitRate, cell.DecodeOnly)
+						rep.Cells = append(rep.Cells, cell)
 					}
-					fmt.Fprintf(log, "cell %s / %s / %d replica(s)%s: %d/%d ok in %.1fs, ttft p50 %.0f ms, hit rate %.3f, decode-only %d\n",
-						wl, pol, r, spd.label, cell.OK, cell.Sent, cell.ElapsedS, cell.TTFTms.P50, cell.CacheHitRate, cell.DecodeOnly)
-					rep.Cells = append(rep.Cells, cell)
 				}
 			}
 		}

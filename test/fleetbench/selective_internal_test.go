@@ -46,3 +46,18 @@ func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
 }
+
+func TestParseVariant(t *testing.T) {
+	v, err := ParseVariant("events=--kv-events-routing=true  --kv-overlap-weight=8")
+	require.NoError(t, err)
+	assert.Equal(t, Variant{Label: "events", Args: []string{"--kv-events-routing=true", "--kv-overlap-weight=8"}}, v)
+	assert.Equal(t, " events", v.label())
+	v, err = ParseVariant("plain=")
+	require.NoError(t, err)
+	assert.Empty(t, v.Args)
+	for _, bad := range []string{"=--x", "no-equals", "two words=--x", "l=value"} {
+		_, err := ParseVariant(bad)
+		assert.Error(t, err, bad)
+	}
+	assert.Equal(t, []Variant{{}}, variants(nil))
+}

@@ -20,7 +20,7 @@ func loadRoutingFlags(fs *pflag.FlagSet, cfg *config.Config, add func(name strin
 	add("kv-events-routing")
 	fs.Float64Var(&cfg.KVOverlapWeight, "kv-overlap-weight", cfg.KVOverlapWeight, "cache_aware with KV events: in-flight requests a whole-prefix match is worth")
 	add("kv-overlap-weight")
-	fs.Var(&secsValue{d: &cfg.KVSpeculativeTTL}, "kv-speculative-ttl-secs", "cache_aware with KV events: life of a just-routed prompt's speculative entry (0: none)")
+	fs.Var(&secsValue{d: &cfg.KVSpeculativeTTL}, "kv-speculative-ttl-secs", "cache_aware with KV events: longest life of a just-routed prompt's speculative entry, ended early when the worker's events store it (0: none)")
 	add("kv-speculative-ttl-secs")
 	fs.IntVar(&cfg.KVIndexMaxBlocks, "kv-index-max-blocks", cfg.KVIndexMaxBlocks, "cache_aware with KV events: bound on the index's (worker, block) entries")
 	add("kv-index-max-blocks")

@@ -176,7 +176,10 @@ func (pl *Pipeline) attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
 	for i := range units {
-		units[i].local = local
+		if units[i].local = local; local {
+			// No prefill leg: the decode computes the prompt, so its prompt logprobs too.
+			units[i].dLeg.PromptLogprobs = units[i].pLeg.PromptLogprobs
+		}
 	}
 	pl.logPair(ctx, rq, p, dc, units)
 	if err := attachMedia(j, proto, units, dc); err != nil {

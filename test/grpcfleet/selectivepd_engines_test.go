@@ -27,6 +27,10 @@ type spdPair struct {
 	labelBoth                 bool
 	decodeFaults              []string
 	itl                       time.Duration
+	// prefillKVRole, prefillLabelBoth and prefillMods are the same for the prefill.
+	prefillKVRole    string
+	prefillLabelBoth bool
+	prefillMods      []func(*grpcsim.Config)
 }
 
 // start registers the pair behind a gateway (cfgMod adjusts it) and returns the gateway,
@@ -38,6 +42,11 @@ func (sp spdPair) start(t *testing.T, cfgMod func(*config.Config)) (*fleet.Gatew
 		c := grpcsim.Config{Engine: sp.engine, Role: role, Model: pdModel, TokenizerPath: dir, KVConnector: sp.connector}
 		if role == grpcsim.RoleDecode {
 			c.KVRole, c.Faults, c.ITL = sp.kvRole, sp.decodeFaults, sp.itl
+		} else {
+			c.KVRole = sp.prefillKVRole
+			for _, m := range sp.prefillMods {
+				m(&c)
+			}
 		}
 		return c
 	}
@@ -48,7 +57,11 @@ func (sp spdPair) start(t *testing.T, cfgMod func(*config.Config)) (*fleet.Gatew
 	}
 	var store ports.WorkerStore
 	g := fleet.StartGateway(t, cfg, fx.Populate(&store), fx.Decorate(func(r *text.Registry) *text.Registry { r.Put(pdModel, m); return r }))
-	g.Register(t, map[string]any{"url": s[0].URL(), "worker_type": "prefill", "bootstrap_port": s[0].BootstrapPort(), "runtime_type": sp.engine})
+	pre := map[string]any{"url": s[0].URL(), "worker_type": "prefill", "bootstrap_port": s[0].BootstrapPort(), "runtime_type": sp.engine}
+	if sp.prefillLabelBoth {
+		pre["labels"] = map[string]string{"kv_role": "kv_both"}
+	}
+	g.Register(t, pre)
 	dec := map[string]any{"url": s[1].URL(), "worker_type": "decode", "runtime_type": sp.engine}
 	if sp.labelBoth {
 		dec["labels"] = map[string]string{"kv_role": "kv_both"}

@@ -14,7 +14,7 @@ import (
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
 
-// decode_only_requests counts what a decode received without any handoff data (no
+// decode_only_requests (prefill_only_requests on a prefill) counts what a decode received without any handoff data (no
 // kv_transfer_params on vLLM, no bootstrap room on SGLang and TokenSpeed), served whole
 // there; a handed-off leg, a canary and a prefill's request are not counted. The JSON name
 // is the HTTP simulator's.
@@ -37,6 +37,12 @@ func TestDecodeOnlyRequestsCounted(t *testing.T) {
 		assert.EqualValues(t, 1, st.DecodeOnlyRequests)
 		assert.EqualValues(t, 3, st.RecomputedPrompts, "the lone request, the canary and the incomplete params computed the prompt")
 		assert.Zero(t, httpStats(t, p).DecodeOnlyRequests, "a prefill never counts")
+		assert.Zero(t, httpStats(t, p).PrefillOnlyRequests, "a PD prefill leg carries do_remote_decode")
+		assert.Zero(t, st.PrefillOnlyRequests, "a decode never counts prefill-only")
+		whole := vGenerate(ctx, pc, vReq("whole", ids, 3, nil))
+		require.NoError(t, whole.err)
+		assert.EqualValues(t, 3, whole.complete.GetCompletionTokens(), "served whole: every output token, not one")
+		assert.EqualValues(t, 1, httpStats(t, p).PrefillOnlyRequests)
 	})
 	t.Run("sglang", func(t *testing.T) {
 		t.Parallel()

@@ -89,8 +89,13 @@ func (s *Server) generate(ctx context.Context, req genRequest, send sender) erro
 	if canary {
 		s.c.canary.Add(1)
 	}
-	if s.cfg.Role == RoleDecode && !canary && decodeOnlyShape(s.cfg.Engine, req) {
-		s.c.decodeOnly.Add(1)
+	if !canary && decodeOnlyShape(s.cfg.Engine, req) {
+		switch s.cfg.Role {
+		case RoleDecode:
+			s.c.decodeOnly.Add(1)
+		case RolePrefill:
+			s.c.prefillOnly.Add(1)
+		}
 	}
 	s.c.enter()
 	defer s.c.running.Add(-1)

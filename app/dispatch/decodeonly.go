@@ -61,16 +61,15 @@ func (d *Dispatcher) decodeOnly(ctx context.Context, w http.ResponseWriter, rq *
 	return true, committed, err
 }
 
-// serveAlone serves one attempt on lone, a worker that takes the whole request (decode-only
+// serveAlone serves one attempt on dc, a worker that takes the whole request (decode-only
 // or prefill-only), and releases held when it ends: over gRPC through LocalGRPC (the caller
 // checked the pipeline has it), over HTTP the client's body without handoff members on the
 // route's path, relayed like a sequential decode leg (first-output deadline, faults blamed
 // on that worker as the decode leg, circuit breaker outcomes, TTFT). The access line names
-// lone as the decode leg.
+// dc as the decode leg.
 func (d *Dispatcher) serveAlone(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
-	preq *policy.Request, hdr http.Header, tr *tries, lone *worker.Live, held selection.Held) (committed bool, err error) {
+	preq *policy.Request, hdr http.Header, tr *tries, dc *worker.Live, held selection.Held) (committed bool, err error) {
 	defer held.Release()
-	dc := lone
 	ctx = withTokenHooks(ctx, tokenHooks{prefillEnded: noop, setPrompt: held.SetPromptTokens})
 	tr.prefill, tr.decode = "", dc.URL
 	ri := ports.RequestInfoFrom(ctx)

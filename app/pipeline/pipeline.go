@@ -141,8 +141,8 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 // worker dc (a kv_both decode or prefill, or a regular worker): the sequential vLLM path
 // without its prefill leg, the one leg sent with no kv_transfer_params and no bootstrap, so
 // the engine prefills the prompt itself; the usage is that leg's own prompt counts, not
-// read as a recompute. dc must be a vLLM worker (pdmode.CanServeAlone); another runtime
-// fails like an unsupported pair.
+// read as a recompute. dc must be a vLLM worker (pdmode.CanServeAlone or
+// CanServePrefillOnly); another runtime fails like an unsupported pair.
 func (pl *Pipeline) AttemptLocal(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, dc *worker.Live, _ http.Header) (bool, error) {
 	return pl.attempt(ctx, w, rq, dc, dc, true)
 }

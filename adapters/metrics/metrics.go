@@ -79,7 +79,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Name: NameRecomputedPrompts, Help: "Prompt tokens PD decode workers computed themselves instead of receiving their KV (the decode reported fewer cached tokens than the prompt, by more than one KV page), by decode worker and KV connector.",
 		}, []string{LabelDecode, LabelConnector}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NamePDDecisions, Help: "Selective-PD decisions per request attempt: decision disaggregated or decode_only, and the reason (--selective-pd-*).",
+			Name: NamePDDecisions, Help: "Selective-PD decisions per request attempt: decision disaggregated, decode_only or prefill_only, and the reason (--selective-pd-*).",
 		}, []string{LabelDecision, LabelReason}),
 		admissionWaits: counter(NameAdmissionWaits, "PD dispatches admitted after waiting for a decode slot."),
 		admissionSheds: counter(NameAdmissionSheds, "PD dispatches shed at the decode admission window."),

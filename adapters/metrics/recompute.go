@@ -12,7 +12,7 @@ func (m *Metrics) AddRecomputedPrompt(decodeURL, connector string, tokens int) {
 }
 
 // IncPDDecision counts one selective-PD decision in
-// smg_pd_decisions_total{decision,reason} (decision disaggregated or decode_only).
+// smg_pd_decisions_total{decision,reason} (decision disaggregated, decode_only or prefill_only).
 func (m *Metrics) IncPDDecision(decision, reason string) {
 	m.decisions.WithLabelValues(decision, reason).Inc()
 }

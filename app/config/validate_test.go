@@ -84,6 +84,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 			c.PDDisaggregation = true
 			c.Decode = []string{"ipc:///tmp/decode.sock"}
 		}, "invalid value for --decode: ipc:///tmp/decode.sock: ipc:// workers cannot be prefill or decode workers: the ZMQ wire carries no KV-transfer metadata"},
+		{"negative prefill-only threshold", func(c *config.Config) { c.SelectivePD.PrefillOnlyMaxTokens = -1 },
+			"invalid value for --selective-pd-prefill-only-max-tokens: must be >= 0 (0 = off), got -1"},
 		{"unknown policy", func(c *config.Config) { c.Policy = "fastest" },
 			`invalid value for --policy: unknown policy "fastest" (expected one of random, round_robin, cache_aware, power_of_two, least_load, prefix_hash, consistent_hashing, manual, bucket)`},
 		{"explicit bucket decode policy", func(c *config.Config) { c.PDDisaggregation = true; c.DecodePolicy = "bucket" },

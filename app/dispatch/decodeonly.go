@@ -57,28 +57,38 @@ func (d *Dispatcher) decodeOnly(ctx context.Context, w http.ResponseWriter, rq *
 	if dc == nil {
 		return false, false, nil
 	}
-	defer lp.Held.Release()
-	ctx = withTokenHooks(ctx, tokenHooks{prefillEnded: noop, setPrompt: lp.Held.SetPromptTokens})
+	committed, err = d.serveAlone(ctx, w, rq, preq, hdr, tr, dc, lp.Held)
+	return true, committed, err
+}
+
+// serveAlone serves one attempt on dc, a worker that takes the whole request (decode-only
+// or prefill-only), and releases held when it ends: over gRPC through LocalGRPC (the caller
+// checked the pipeline has it), over HTTP the client's body without handoff members on the
+// route's path, relayed like a sequential decode leg (first-output deadline, faults blamed
+// on that worker as the decode leg, circuit breaker outcomes, TTFT). The access line names
+// dc as the decode leg.
+func (d *Dispatcher) serveAlone(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
+	preq *policy.Request, hdr http.Header, tr *tries, dc *worker.Live, held selection.Held) (committed bool, err error) {
+	defer held.Release()
+	ctx = withTokenHooks(ctx, tokenHooks{prefillEnded: noop, setPrompt: held.SetPromptTokens})
 	tr.prefill, tr.decode = "", dc.URL
 	ri := ports.RequestInfoFrom(ctx)
 	ri.SetLeg("prefill", "", string(dc.Runtime))
 	ri.SetLeg("decode", dc.ID, string(dc.Runtime))
 	defer func() { avoidFailed(preq, err, dc, dc) }()
 	if dc.Mode == worker.ConnGRPC {
-		committed, err = lg.AttemptLocal(ctx, w, rq, dc, hdr)
-		return true, committed, err
+		return d.grpc.(LocalGRPC).AttemptLocal(ctx, w, rq, dc, hdr)
 	}
 	rel, err := d.admitDecode(ctx, dc, 1)
 	if err != nil {
-		return true, false, err
+		return false, err
 	}
 	defer rel()
 	legCtx, cancel, detach := legContext(ctx)
 	o := &open{decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
 		stream: rq.Stream, model: metricModel(rq.Model, dc), runtime: string(dc.Runtime), route: rq.Route}
 	o.prefillDone.Store(true) // nothing to wait for: a silent worker is the worker's fault
-	committed, err = d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: rq.Route.Path(), Body: pdmode.LocalBody(rq.Body), Header: hdr})
-	return true, committed, err
+	return d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: rq.Route.Path(), Body: pdmode.LocalBody(rq.Body), Header: hdr})
 }
 
 // noteDecision counts a selective-PD decision and names it on the access line and span.

@@ -331,6 +331,9 @@ func (d *Dispatcher) faulted(ctx context.Context, tr *tries, f *legFault, preq *
 func (d *Dispatcher) attempt(ctx context.Context, w http.ResponseWriter, rq *handoff.Request,
 	preq *policy.Request, hdr http.Header, tr *tries) (committed bool, err error) {
 	ports.RequestInfoFrom(ctx).AddAttempt()
+	if done, committed, err := d.prefillOnly(ctx, w, rq, preq, hdr, tr); done {
+		return committed, err
+	}
 	if done, committed, err := d.decodeOnly(ctx, w, rq, preq, hdr, tr); done {
 		return committed, err
 	}

@@ -34,8 +34,12 @@ type Recomputes struct {
 // recompute (handoff.RecomputedTokens, the decode's page_size/block_size label as the page):
 // the recomputed prompt tokens are added to smg_pd_recomputed_prompts_total{decode,connector}
 // when m implements RecomputeObserver, and the pair is named in a WARN at most every
-// RecomputeWarnInterval. Called once per decode answer.
+// RecomputeWarnInterval. Called once per decode answer. p or dc nil (a lone worker's answer:
+// no handoff, so nothing to recompute) notes nothing.
 func (r *Recomputes) Note(ctx context.Context, log *slog.Logger, m ports.PDMetrics, p, dc *worker.Live, prompt, cached int) {
+	if p == nil || dc == nil {
+		return
+	}
 	page, _ := strconv.Atoi(pairing.Describe(dc.Worker).Layout.PageSize)
 	n := handoff.RecomputedTokens(prompt, cached, page)
 	if o, ok := ctx.Value(observationKey{}).(*recomputeObservation); ok {

@@ -325,7 +325,7 @@ func (d *Dispatcher) relayBody(w http.ResponseWriter, o *open) (committed bool, 
 // as the engine sent it) is read first for a silent recompute, once per answer.
 func (d *Dispatcher) prefillUsageInto(o *open, span []byte) []byte {
 	return handoff.RewriteDataLines(span, func(p []byte) ([]byte, bool) {
-		if !o.recomputeRead && handoff.MayCarryUsage(p) {
+		if !o.recomputeRead && o.prefill != nil && handoff.MayCarryUsage(p) { // decode-only: no handoff, no recompute
 			if u, ok := handoff.PrefillUsage(o.route, p); ok && u.HasCached {
 				o.recomputeRead = true
 				d.recomputes.Note(o.reqCtx, d.log, d.metrics, o.prefill, o.decode, int(u.Prompt), int(u.Cached))

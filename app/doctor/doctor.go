@@ -132,6 +132,7 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 	}
 	out = append(out, probeHealth(ctx, ws, o)...)
 	out = append(out, decodeOnly(ws)...)
+	out = append(out, prefillOnly(ws)...)
 	order := map[string]int{}
 	for i, w := range ws {
 		order[w.ID] = i + 1

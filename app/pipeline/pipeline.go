@@ -137,11 +137,12 @@ func (pl *Pipeline) Attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	return pl.attempt(ctx, w, rq, p, dc, false)
 }
 
-// AttemptLocal serves a decode-only request (selective PD) on one gRPC vLLM worker dc: the
-// sequential vLLM path without its prefill leg, the decode sent with no kv_transfer_params
-// and no bootstrap, so the engine prefills the prompt itself; its cached-token usage is not
-// read as a recompute. dc must be a vLLM worker (pdmode.CanServeAlone); another runtime
-// fails like an unsupported pair.
+// AttemptLocal serves a decode-only or prefill-only request (selective PD) on one gRPC vLLM
+// worker dc (a kv_both decode or prefill, or a regular worker): the sequential vLLM path
+// without its prefill leg, the one leg sent with no kv_transfer_params and no bootstrap, so
+// the engine prefills the prompt itself; the usage is that leg's own prompt counts, not
+// read as a recompute. dc must be a vLLM worker (pdmode.CanServeAlone or
+// CanServePrefillOnly); another runtime fails like an unsupported pair.
 func (pl *Pipeline) AttemptLocal(ctx context.Context, w http.ResponseWriter, rq *handoff.Request, dc *worker.Live, _ http.Header) (bool, error) {
 	return pl.attempt(ctx, w, rq, dc, dc, true)
 }
@@ -176,7 +177,10 @@ func (pl *Pipeline) attempt(ctx context.Context, w http.ResponseWriter, rq *hand
 	base = pl.engineBase(j, ri.RequestID(), base)
 	units := pl.plan(j, proto, base, p, dc)
 	for i := range units {
-		units[i].local = local
+		if units[i].local = local; local {
+			// No prefill leg: the decode computes the prompt, so its prompt logprobs too.
+			units[i].dLeg.PromptLogprobs = units[i].pLeg.PromptLogprobs
+		}
 	}
 	pl.logPair(ctx, rq, p, dc, units)
 	if err := attachMedia(j, proto, units, dc); err != nil {

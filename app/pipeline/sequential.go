@@ -254,7 +254,13 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 			if empty(it.ev) {
 				continue
 			}
-			if it.ev.Complete && !cacheNoted && !u.local { // decode-only computes its prompt: no recompute
+			switch {
+			case it.ev.Complete && u.local:
+				// Decode-only: no prefill result; the decode's complete carries the prompt's
+				// counts (prompt, cached tokens, prompt logprobs) the usage describes, and
+				// computing the prompt there is no recompute.
+				r.prefilled(u, it.ev)
+			case it.ev.Complete && !cacheNoted:
 				cacheNoted = true
 				pl.noteDecodeCache(gctx, u, it.ev)
 			}

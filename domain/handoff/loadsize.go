@@ -39,25 +39,35 @@ func (r *Request) DecodeTokens(def int) int {
 	if r == nil || r.Body == nil {
 		return 0
 	}
-	o := r.Body
-	limit := 0
-	switch r.Route {
-	case RouteGenerate:
-		if sp, ok := o.Get(wire.FieldSamplingParams); ok {
-			limit = positiveInt(jsonbody.Member(sp, wire.FieldMaxNewTokens))
-		}
-	case RouteResponses:
-		limit = positiveInt(o.Get(wire.FieldMaxOutputTokens))
-	default:
-		limit = positiveInt(o.Get(wire.FieldMaxCompletionTokens))
-		if limit == 0 {
-			limit = positiveInt(o.Get(wire.FieldMaxTokens))
-		}
-	}
+	limit := r.MaxOutputTokens()
 	if limit == 0 {
 		limit = def
 	}
 	return limit * max(r.N, 1) * max(r.Batch, 1)
+}
+
+// MaxOutputTokens is the client's cap on output tokens per sample: sampling_params
+// max_new_tokens (/generate), max_output_tokens (/v1/responses), else
+// max_completion_tokens or max_tokens; 0 when the body sets none (or not a positive
+// integer).
+func (r *Request) MaxOutputTokens() int {
+	if r == nil || r.Body == nil {
+		return 0
+	}
+	o := r.Body
+	switch r.Route {
+	case RouteGenerate:
+		if sp, ok := o.Get(wire.FieldSamplingParams); ok {
+			return positiveInt(jsonbody.Member(sp, wire.FieldMaxNewTokens))
+		}
+		return 0
+	case RouteResponses:
+		return positiveInt(o.Get(wire.FieldMaxOutputTokens))
+	}
+	if limit := positiveInt(o.Get(wire.FieldMaxCompletionTokens)); limit > 0 {
+		return limit
+	}
+	return positiveInt(o.Get(wire.FieldMaxTokens))
 }
 
 // positiveInt is raw's integer value when it is one above 0, else 0.

@@ -37,3 +37,25 @@ func CanServeAlone(w *worker.Worker) bool {
 	}
 	return false
 }
+
+// CanServePrefillOnly reports whether w may be sent a whole request as a prefill-only one
+// (Config.PrefillOnlyMaxTokens): a vLLM prefill whose kv_role is kv_both, not MoRI-IO (with
+// no kv_transfer_params its connector does nothing and the engine generates the output
+// itself), or a worker CanServeAlone takes as "regular". Never a SGLang or TokenSpeed
+// prefill (their PD prefill needs a bootstrap room and a decode peer), a decode or an
+// encode worker.
+func CanServePrefillOnly(w *worker.Worker) bool {
+	if w == nil || w.Runtime == worker.RuntimeTokenSpeed {
+		return false
+	}
+	switch w.Role {
+	case worker.RoleRegular:
+		return CanServeAlone(w)
+	case worker.RolePrefill:
+		if w.Runtime != worker.RuntimeVLLM || !strings.EqualFold(strings.TrimSpace(w.KVRole), KVRoleBoth) {
+			return false
+		}
+		return !handoff.IsMoRIIO(*w)
+	}
+	return false
+}

@@ -9,6 +9,9 @@ const (
 	Disaggregated Decision = "disaggregated"
 	// DecodeOnly sends the whole request to one worker that prefills it locally.
 	DecodeOnly Decision = "decode_only"
+	// PrefillOnly sends the whole request, prompt and output, to one prefill-capable worker
+	// (CanServePrefillOnly): no decode leg, no KV transfer.
+	PrefillOnly Decision = "prefill_only"
 )
 
 // Reasons: the smg_pd_decisions_total `reason` label, one per branch of Config.Decide.
@@ -28,6 +31,9 @@ const (
 	// ReasonNoLocalWorker: no available worker serving the model can prefill locally
 	// (disaggregated).
 	ReasonNoLocalWorker = "no_local_worker"
+	// ReasonOutputBelow: the request's max_tokens is at most Config.PrefillOnlyMaxTokens
+	// (prefill_only).
+	ReasonOutputBelow = "output_below_threshold"
 )
 
 // Config holds the thresholds (flags --selective-pd-*). The zero value is off.
@@ -43,10 +49,23 @@ type Config struct {
 	// worker holding at least this many in-flight requests takes no decode-only request
 	// (Dynamo's decode-busy guard: a local prefill stalls the decodes it runs).
 	DecodeMaxRequests int
+	// PrefillOnlyMaxTokens (--selective-pd-prefill-only-max-tokens, 0 = off): a request
+	// whose max_tokens (per sample, set by the client) is at most this many is served whole
+	// by one prefill-capable worker (CanServePrefillOnly), when one is available: the output
+	// is too short to pay for a decode leg and a KV transfer.
+	PrefillOnlyMaxTokens int
+}
+
+// PrefillOnlyWanted reports whether a request capped at maxTokens output tokens per sample
+// (0 = uncapped) is one for a prefill-only worker: PrefillOnlyMaxTokens is set and the cap
+// is at most it. An uncapped request never is.
+func (c Config) PrefillOnlyWanted(maxTokens int) bool {
+	return c.PrefillOnlyMaxTokens > 0 && maxTokens > 0 && maxTokens <= c.PrefillOnlyMaxTokens
 }
 
 // Enabled reports whether any decode-only trigger is set; when false the dispatcher skips
-// the decision entirely (always disaggregated, nothing counted).
+// the decode-only decision entirely (always disaggregated, nothing counted). The
+// prefill-only trigger is separate (PrefillOnlyWanted).
 func (c Config) Enabled() bool { return c.UncachedTokens > 0 || c.PrefillBusyRequests > 0 }
 
 // Candidate is one worker that can serve a request alone, as the decision sees it.

@@ -248,8 +248,13 @@ func (s *Server) run(ctx context.Context, r *http.Request, j *job, raw *rawReq, 
 		mc         *slot
 		mtag       *moriioTag // a tagged MoRI-IO prefill leg
 	)
-	if s.cfg.Role == RoleDecode && !j.canary && decodeOnlyShape(s.cfg.Engine, raw) {
-		s.c.decodeOnly.Add(1)
+	if !j.canary && decodeOnlyShape(s.cfg.Engine, raw) {
+		switch s.cfg.Role {
+		case RoleDecode:
+			s.c.decodeOnly.Add(1)
+		case RolePrefill:
+			s.c.prefillOnly.Add(1)
+		}
 	}
 	if s.cfg.Engine == EngineSGLang {
 		ts, e := parseBootstrap(raw, len(j.items))

@@ -22,6 +22,12 @@ type Stats struct {
 	// RecomputedPrompts too), a SGLang decode without bootstrap_host/bootstrap_room (it
 	// rejects the request with 400, as the engine does). Canaries are not counted.
 	DecodeOnlyRequests int64 `json:"decode_only_requests"`
+	// PrefillOnlyRequests counts inference requests a prefill instance received with no
+	// handoff data at all (selective PD's prefill-only shape, served whole there): a vLLM
+	// prefill without kv_transfer_params, a SGLang prefill without bootstrap_host and
+	// bootstrap_room. A vLLM prefill leg of a connector-less (passthrough) pair carries
+	// none either and counts too. Canaries are not counted.
+	PrefillOnlyRequests int64 `json:"prefill_only_requests"`
 	// UnmatchedRooms counts handoffs this instance's leg waited on for HandoffTimeout without
 	// its peer: a SGLang prefill room never claimed, a SGLang decode room never registered,
 	// a Mooncake transfer never fetched (prefill) or never pushed (decode), NIXL blocks never
@@ -80,7 +86,7 @@ type Stats struct {
 type counters struct {
 	requests, handoffsSent, handoffsReceived, recomputed, unmatched, duplicate atomic.Int64
 	aborted, running, maxRunning, errors, genTokens                            atomic.Int64
-	leakedBlocks, canary, decodeOnly                                           atomic.Int64
+	leakedBlocks, canary, decodeOnly, prefillOnly                              atomic.Int64
 	dpRanks                                                                    [maxDPSize]atomic.Int64
 }
 
@@ -90,17 +96,17 @@ func (c *counters) snapshot() Stats {
 		HandoffsSent:       c.handoffsSent.Load(),
 		HandoffsReceived:   c.handoffsReceived.Load(),
 		RecomputedPrompts:  c.recomputed.Load(),
-		DecodeOnlyRequests: c.decodeOnly.Load(),
-		UnmatchedRooms:     c.unmatched.Load(),
-		DuplicateRooms:     c.duplicate.Load(),
-		Aborted:            c.aborted.Load(),
-		Running:            c.running.Load(),
-		MaxRunningSeen:     c.maxRunning.Load(),
-		Errors:             c.errors.Load(),
-		GenerationTokens:   c.genTokens.Load(),
-		LeakedBlocks:       c.leakedBlocks.Load(),
-		CanaryRequests:     c.canary.Load(),
-		DPRankRequests:     c.dpSnapshot(),
+		DecodeOnlyRequests: c.decodeOnly.Load(), PrefillOnlyRequests: c.prefillOnly.Load(),
+		UnmatchedRooms:   c.unmatched.Load(),
+		DuplicateRooms:   c.duplicate.Load(),
+		Aborted:          c.aborted.Load(),
+		Running:          c.running.Load(),
+		MaxRunningSeen:   c.maxRunning.Load(),
+		Errors:           c.errors.Load(),
+		GenerationTokens: c.genTokens.Load(),
+		LeakedBlocks:     c.leakedBlocks.Load(),
+		CanaryRequests:   c.canary.Load(),
+		DPRankRequests:   c.dpSnapshot(),
 	}
 }
 
@@ -108,7 +114,7 @@ func (c *counters) snapshot() Stats {
 // MaxRunningSeen restarts from the current Running.
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.handoffsSent, &c.handoffsReceived,
-		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.leakedBlocks, &c.canary, &c.decodeOnly} {
+		&c.recomputed, &c.unmatched, &c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.leakedBlocks, &c.canary, &c.decodeOnly, &c.prefillOnly} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {

@@ -85,8 +85,17 @@ type handoffResult struct {
 // then the token stream. It returns a gRPC status error, never an in-band error.
 func (s *Server) generate(ctx context.Context, req genRequest, send sender) error {
 	s.c.requests.Add(1)
-	if strings.HasPrefix(req.id, wire.CanaryRequestIDPrefix) {
+	canary := strings.HasPrefix(req.id, wire.CanaryRequestIDPrefix)
+	if canary {
 		s.c.canary.Add(1)
+	}
+	if !canary && decodeOnlyShape(s.cfg.Engine, req) {
+		switch s.cfg.Role {
+		case RoleDecode:
+			s.c.decodeOnly.Add(1)
+		case RolePrefill:
+			s.c.prefillOnly.Add(1)
+		}
 	}
 	s.c.enter()
 	defer s.c.running.Add(-1)

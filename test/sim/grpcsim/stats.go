@@ -15,6 +15,18 @@ type Stats struct {
 	// RecomputedPrompts counts decode requests that computed the prompt themselves because
 	// no usable handoff came with them.
 	RecomputedPrompts int64 `json:"recomputed_prompts"`
+	// DecodeOnlyRequests counts Generate RPCs a decode instance received with no handoff
+	// data at all (selective PD's decode-only shape), the HTTP simulator's counter of that
+	// name: a vLLM decode without kv_transfer_params (JSON or legacy), a SGLang or
+	// TokenSpeed decode without a bootstrap room. Such a request is served whole by the
+	// decode (and counts in RecomputedPrompts too). Canaries are not counted.
+	DecodeOnlyRequests int64 `json:"decode_only_requests"`
+	// PrefillOnlyRequests counts Generate RPCs a prefill instance received with no handoff
+	// data (selective PD's prefill-only shape, served whole there), the HTTP simulator's
+	// counter of that name: a vLLM prefill without kv_transfer_params, a SGLang or
+	// TokenSpeed prefill without a bootstrap room. A vLLM prefill leg of a passthrough pair
+	// carries none either and counts too. Canaries are not counted.
+	PrefillOnlyRequests int64 `json:"prefill_only_requests"`
 	// UnmatchedRooms counts handoffs whose peer never came within HandoffTimeout (or whose
 	// room the prefill never registered: a wrong room).
 	UnmatchedRooms int64 `json:"unmatched_rooms"`
@@ -65,7 +77,7 @@ type Stats struct {
 type counters struct {
 	requests, sent, received, recomputed, unmatched, duplicate, aborted atomic.Int64
 	running, maxRunning, errors, genTokens, abortRPCs                   atomic.Int64
-	lastAbort, canary, tokenizer                                        atomic.Int64
+	lastAbort, canary, tokenizer, decodeOnly, prefillOnly               atomic.Int64
 	dpRanks                                                             [maxDPSize]atomic.Int64
 	mm                                                                  mmCounters
 }
@@ -78,13 +90,13 @@ func (c *counters) snapshot() Stats {
 		MaxRunningSeen: c.maxRunning.Load(), Errors: c.errors.Load(),
 		GenerationTokens: c.genTokens.Load(), AbortRPCs: c.abortRPCs.Load(), LastAbortUnixMs: c.lastAbort.Load(),
 		DPRankRequests: c.dpSnapshot(), CanaryRequests: c.canary.Load(), TokenizerRequests: c.tokenizer.Load(),
-		MM: c.mm.snapshot(),
+		DecodeOnlyRequests: c.decodeOnly.Load(), PrefillOnlyRequests: c.prefillOnly.Load(), MM: c.mm.snapshot(),
 	}
 }
 
 func (c *counters) reset() {
 	for _, a := range []*atomic.Int64{&c.requests, &c.sent, &c.received, &c.recomputed, &c.unmatched,
-		&c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary, &c.tokenizer} {
+		&c.duplicate, &c.aborted, &c.errors, &c.genTokens, &c.abortRPCs, &c.lastAbort, &c.canary, &c.tokenizer, &c.decodeOnly, &c.prefillOnly} {
 		a.Store(0)
 	}
 	for i := range c.dpRanks {
@@ -102,4 +114,13 @@ func (c *counters) enter() {
 			return
 		}
 	}
+}
+
+// decodeOnlyShape reports a request that carries no handoff data for engine's decode or prefill: no
+// kv_transfer_params (vLLM), no bootstrap room (SGLang, TokenSpeed).
+func decodeOnlyShape(engine string, req genRequest) bool {
+	if engine == EngineVLLM {
+		return req.kvParams == nil
+	}
+	return !req.hasRoom
 }

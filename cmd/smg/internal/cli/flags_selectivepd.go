@@ -17,4 +17,6 @@ func selectivePDFlags(fs *pflag.FlagSet, cfg *config.Config, add func(name strin
 	add("selective-pd-prefill-busy-requests")
 	fs.IntVar(&s.DecodeMaxRequests, "selective-pd-decode-max-requests", s.DecodeMaxRequests, "no decode-only request for a worker holding this many in-flight `requests` (0: no guard)")
 	add("selective-pd-decode-max-requests")
+	fs.IntVar(&s.PrefillOnlyMaxTokens, "selective-pd-prefill-only-max-tokens", s.PrefillOnlyMaxTokens, "serve a request whose max_tokens is at most this many `tokens` whole on one kv_both vLLM prefill or regular worker, no decode leg (0: off)")
+	add("selective-pd-prefill-only-max-tokens")
 }

@@ -56,6 +56,7 @@ func PromptTokensCounted(ctx context.Context, n int) {
 		h.setPrompt(int64(n))
 	}
 }
+
 // PrefillLegEnded frees the prefill's token hold of the attempt running under ctx once a
 // GRPCPipeline's prefill leg ended, well or not, as the HTTP legs free theirs: a prefill
 // holds its prompt tokens on worker.Live.TokenLoad while it computes, not while the decode

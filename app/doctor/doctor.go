@@ -131,8 +131,8 @@ func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 		out = append(out, servicerGaps(w)...)
 	}
 	out = append(out, probeHealth(ctx, ws, o)...)
-	out = append(out, decodeOnly(ws)...)
-	out = append(out, prefillOnly(ws)...)
+	out = append(out, capable(ws, decodeOnlyShape)...)
+	out = append(out, capable(ws, prefillOnlyShape)...)
 	order := map[string]int{}
 	for i, w := range ws {
 		order[w.ID] = i + 1

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -17,24 +16,6 @@ import (
 	"github.com/smg-go/smg/test/fleet"
 	"github.com/smg-go/smg/test/sim"
 )
-
-// lockedBuffer is a log sink safe for the gateway's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 type pairFinding struct {
 	Kind      string `json:"kind"`
@@ -57,7 +38,7 @@ func TestDoctorProbeRequestsNamesThePairsThatRecompute(t *testing.T) {
 	goodD := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorNixl})
 	mcP := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RolePrefill, KVConnector: sim.ConnectorMooncake})
 	mcD := fleet.StartSim(t, sim.Config{Engine: sim.EngineVLLM, Role: sim.RoleDecode, KVConnector: sim.ConnectorMooncake})
-	logs := &lockedBuffer{}
+	logs := &fleet.LockedBuffer{}
 	g := fleet.StartGateway(t, fleet.DefaultConfig(), fx.Decorate(func(*slog.Logger) *slog.Logger {
 		return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}))

@@ -31,6 +31,16 @@ type radixTree struct {
 	size      []int            // id → characters (bytes) stamped with that tenant
 	processed []uint64         // id → inserts made for it (min-load tie-break)
 	total     int              // characters (bytes) stored in the tree
+	marks     []bool           // id → scratch flag, all false between uses (leastLoadedTenant)
+}
+
+// scratchMarks returns the id-indexed scratch flags, one per tenant id ever assigned, all
+// false; the caller sets and clears the ones it uses under the tree's lock.
+func (t *radixTree) scratchMarks() []bool {
+	if len(t.marks) < len(t.names) {
+		t.marks = append(t.marks, make([]bool, len(t.names)-len(t.marks))...)
+	}
+	return t.marks
 }
 
 type node struct {

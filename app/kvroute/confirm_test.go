@@ -68,3 +68,30 @@ func TestSpeculativeEntryExpiresUnconfirmed(t *testing.T) {
 	assert.Empty(t, r.Matched("m", block(1)))
 	assert.Equal(t, kvroute.SpecCounts{Expired: 1}, specOf(t, r, w.URL))
 }
+
+// A prompt whose every full block the worker's events already hold gets no speculative
+// entry: the engine stores nothing new, so no batch could confirm it (it used to expire
+// and read as event lag), and no batch is awaited (the stream is not judged stalled).
+func TestNoSpeculativeEntryForAPromptAlreadyHeld(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1000, 0)}
+	r, store := router(t, c)
+	w := grpcWorker("grpc://127.0.0.1:7")
+	require.NoError(t, store.Add(w))
+	r.ApplyBatchForTest(w.URL, "m", kvevent.Batch{Events: []kvevent.Event{{Kind: kvevent.Stored, BlockSize: 16,
+		Blocks: []kvevent.Block{{EngineHash: 1, Tokens: block(1)}, {EngineHash: 2, Tokens: block(100)}}}}})
+	prompt := append(append(block(1), block(100)...), 7, 8, 9) // two held blocks and a partial one
+	r.Speculate(w.URL, "m", prompt)
+	assert.False(t, r.Stalled(w.URL), "no batch is awaited")
+	c.add(time.Minute)
+	assert.Equal(t, kvroute.SpecCounts{}, specOf(t, r, w.URL), "no entry made, none expired")
+	assert.False(t, r.Stalled(w.URL))
+	assert.Equal(t, 32, r.Matched("m", prompt)[w.URL], "the events still answer")
+
+	// One new block beyond what is held: an entry, confirmed when the engine stores it.
+	longer := append(append(append(block(1), block(100)...), block(200)...), 7)
+	r.Speculate(w.URL, "m", longer)
+	r.ApplyBatchForTest(w.URL, "m", kvevent.Batch{Events: []kvevent.Event{{Kind: kvevent.Stored, BlockSize: 16, Parent: 2, HasParent: true,
+		Blocks: []kvevent.Block{{EngineHash: 3, Tokens: block(200)}}}}})
+	assert.Equal(t, uint64(1), specOf(t, r, w.URL).Confirmed)
+}

@@ -366,7 +366,7 @@ func (r *Router) Matched(model string, tokens []uint32) map[string]int {
 }
 
 // Speculate records tokens as held by url until url's events store them (or for at most
-// SpeculativeTTL), in the block size its
+// SpeculativeTTL), unless its events already hold every full block, in the block size its
 // events use (DefaultBlockSize before the first), publishes the entry to the other
 // replicas (Options.Shared), and starts the stall clock of url's stream.
 func (r *Router) Speculate(url, model string, tokens []uint32) {
@@ -376,11 +376,16 @@ func (r *Router) Speculate(url, model string, tokens []uint32) {
 	if s == nil {
 		return
 	}
-	s.waiting.CompareAndSwap(0, r.opt.Now().UnixNano())
 	bs := int(s.blockSize.Load())
 	if bs <= 0 {
 		bs = DefaultBlockSize
 	}
+	if full := len(tokens) / bs * bs; full == 0 || r.holds(url)(model, tokens[:full]) {
+		// The worker's events already hold every full block: the engine stores nothing new,
+		// so no batch would confirm an entry (it would only expire) and none is expected.
+		return
+	}
+	s.waiting.CompareAndSwap(0, r.opt.Now().UnixNano())
 	r.spec.add(url, model, bs, tokens)
 	if r.share != nil && len(tokens) >= bs && r.opt.SpeculativeTTL > 0 {
 		r.share.offer(kvevent.Shared{Worker: url, Model: model, BlockSize: bs, Tokens: tokens,
@@ -396,6 +401,9 @@ func (r *Router) addShared(e kvevent.Shared) bool {
 	r.mu.Unlock()
 	if s == nil || e.BlockSize <= 0 {
 		return false
+	}
+	if full := len(e.Tokens) / e.BlockSize * e.BlockSize; full > 0 && r.holds(e.Worker)(e.Model, e.Tokens[:full]) {
+		return true // held already (see Speculate)
 	}
 	r.spec.add(e.Worker, e.Model, e.BlockSize, e.Tokens)
 	return true

@@ -42,13 +42,13 @@ func (s *Selector) SelectLocal(req *policy.Request, cfg pdmode.Config) LocalPick
 			}
 		}
 	}
-	cands, _ = preferOthers(cands, nil, req.Avoid)
 	pmin := int64(-1)
 	for _, p := range s.current().mx.Prefills() {
 		if a.prefill(p) && (pmin < 0 || p.Load() < pmin) {
 			pmin = p.Load()
 		}
 	}
+	cands = avoidForAlone(cands, req.Avoid, pmin >= 0)
 	_, tD := legTokens(req)
 
 	s.decodeMu.Lock()

@@ -30,7 +30,7 @@ func (s *Selector) SelectPrefillAlone(req *policy.Request) (w *worker.Live, h He
 			cands = append(cands, l)
 		}
 	}
-	cands, _ = preferOthers(cands, nil, req.Avoid)
+	cands = avoidForAlone(cands, req.Avoid, anyUsable(s.current().mx.Decodes(), a.decode))
 	if len(cands) == 0 {
 		return nil, Held{}
 	}

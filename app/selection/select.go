@@ -360,6 +360,19 @@ func preferOthers(ls []*worker.Live, group []int, avoid []string) ([]*worker.Liv
 	return keep, keepGroup
 }
 
+// avoidForAlone is preferOthers for a worker that would serve the request alone (decode-only,
+// prefill-only): when every candidate failed this request already and a pair can serve it
+// instead (pairOK), none is returned, so the retry goes to a new pair rather than back to the
+// lone worker (seed: a retry goes to a new pair); without that alternative the lone worker
+// still gets the retry.
+func avoidForAlone(ls []*worker.Live, avoid []string, pairOK bool) []*worker.Live {
+	keep, _ := preferOthers(ls, nil, avoid)
+	if pairOK && len(keep) > 0 && slices.Contains(avoid, keep[0].URL) {
+		return nil // preferOthers kept them all: every one is avoided
+	}
+	return keep
+}
+
 func anyUsable(ls []*worker.Live, ok func(*worker.Live) bool) bool {
 	for _, l := range ls {
 		if ok(l) {

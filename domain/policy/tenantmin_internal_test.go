@@ -41,3 +41,24 @@ func TestLeastLoadedTenantAmongTheNodesTenants(t *testing.T) {
 	}
 	assert.Equal(t, -1, leastLoadedTenant(tr, n, ids[3:4], loads[3:4]), "no candidate is a tenant here")
 }
+
+// BenchmarkLeastLoadedTenant is the worst case: every one of n candidates is a tenant of the
+// matched node (a prompt every worker has served).
+func BenchmarkLeastLoadedTenant(b *testing.B) {
+	for _, n := range []int{2, 64, 512, 4096} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			tr := newRadixTree()
+			ids := make([]int32, n)
+			loads := make([]int64, n)
+			for i := range n {
+				ids[i] = tr.tenantID(fmt.Sprintf("http://127.0.0.1:%d", 10000+i))
+				loads[i] = int64(i % 7)
+				tr.insert("You are a helpful assistant. Hello", ids[i])
+			}
+			_, node := tr.match("You are a helpful assistant. Hello")
+			for b.Loop() {
+				leastLoadedTenant(tr, node, ids, loads)
+			}
+		})
+	}
+}

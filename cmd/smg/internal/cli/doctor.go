@@ -111,6 +111,10 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			}
 			ws, err := fetchWorkers(cmd.Context(), base, adminKey, timeout)
 			if err != nil {
+				if asJSON { // a JSON consumer gets a report, not empty input
+					writeDoctorJSON(stdout, doctorReport{Gateway: base, Mode: string(m), Findings: []doctor.Finding{{
+						Kind: KindGatewayUnreachable, Severity: doctor.SeverityError, Message: err.Error()}}})
+				}
 				return &runError{err}
 			}
 			var health func(context.Context, worker.Worker) error
@@ -128,9 +132,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			rep.Tenants, tf = tenantFindings(cmd.Context(), base, adminKey, timeout)
 			rep.Findings = append(rep.Findings, tf...)
 			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				_ = enc.Encode(rep)
+				writeDoctorJSON(stdout, rep)
 			} else {
 				printDoctor(stdout, rep)
 			}
@@ -213,6 +215,17 @@ func anyEvents(ds []doctorWorker) bool {
 }
 
 // runDoctor converts the listing and runs the checks.
+// KindGatewayUnreachable is the one finding of a --json report when the gateway's worker
+// list could not be read (refused, timed out, 401 without the admin key, bad answer).
+const KindGatewayUnreachable = "gateway_unreachable"
+
+// writeDoctorJSON prints rep as indented JSON (the --json output).
+func writeDoctorJSON(w io.Writer, rep doctorReport) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(rep)
+}
+
 func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWorker, p doctorProbes) doctorReport {
 	ws := make([]worker.Worker, 0, len(ds))
 	var notReady []doctor.Finding

@@ -85,11 +85,16 @@ type Options struct {
 	// ProbePair, when set, runs one request through exactly the pair p, d (the gateway's
 	// POST /workers/probe-pair) and returns what it showed (err: the probe could not be
 	// run). Each compatible pair is probed, at most MaxPairs (0: DefaultMaxPairs),
-	// PairConcurrency at once, each bounded by Timeout: KindPairRecomputes,
+	// PairConcurrency at once, each bounded by PairTimeout: KindPairRecomputes,
 	// KindPairProbeFailed, KindPairProbeUnmeasured, KindPairsNotProbed. nil skips it (each
 	// probe costs one real request on the pair).
 	ProbePair func(ctx context.Context, p, d worker.Worker) (PairProbe, error)
 	MaxPairs  int
+	// PairTimeout bounds each pair probe (0: Timeout). A probe runs a real request through
+	// the gateway's deadlines, so it should outlast the gateway's stall bound for a hung
+	// leg to come back as the gateway's own verdict (504 decode_timeout), not as a probe
+	// that could not be run.
+	PairTimeout time.Duration
 }
 
 // Check inspects ws (the fleet as the gateway registered it) and returns the findings in a
@@ -98,6 +103,9 @@ type Options struct {
 func Check(ctx context.Context, ws []worker.Worker, o Options) []Finding {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
+	}
+	if o.PairTimeout <= 0 {
+		o.PairTimeout = o.Timeout
 	}
 	if o.HealthTimeout <= 0 {
 		o.HealthTimeout = o.Timeout

@@ -61,7 +61,7 @@ type PairProbe struct {
 
 // probePairs probes each compatible prefill/decode pair (registration order: each prefill's
 // decodes in turn), at most o.MaxPairs of them, PairConcurrency at once, each bounded by
-// o.Timeout, and returns the findings in pair order, then a KindPairsNotProbed note when
+// o.PairTimeout, and returns the findings in pair order, then a KindPairsNotProbed note when
 // pairs were left out.
 func probePairs(ctx context.Context, prefills, decodes []*worker.Live, o Options) []Finding {
 	if o.ProbePair == nil || len(prefills) == 0 || len(decodes) == 0 {
@@ -92,7 +92,7 @@ func probePairs(ctx context.Context, prefills, decodes []*worker.Live, o Options
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			pctx, cancel := context.WithTimeout(ctx, o.PairTimeout)
 			defer cancel()
 			results[i], errs[i] = o.ProbePair(pctx, pr.p.Worker, pr.d.Worker)
 		}()

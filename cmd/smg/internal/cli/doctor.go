@@ -63,7 +63,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 		asJSON, probe          bool
 		noHealth               bool
 		maxPairs               int
-		timeout                time.Duration
+		timeout, pairTimeout   time.Duration
 		healthEndpoint         string
 		healthTimeoutSecs      int
 	)
@@ -89,6 +89,9 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			}
 			if timeout <= 0 {
 				return usagef("invalid value %q for --timeout: must be positive", timeout)
+			}
+			if pairTimeout <= 0 {
+				return usagef("invalid value %q for --probe-timeout: must be positive", pairTimeout)
 			}
 			if maxPairs < 1 {
 				return usagef("invalid value %d for --probe-max-pairs: must be at least 1", maxPairs)
@@ -125,7 +128,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 			}
 			ps := doctorProbes{timeout: timeout, healthTimeout: time.Duration(healthTimeoutSecs) * time.Second, nixl: probe, health: health}
 			if probe {
-				ps.pair, ps.maxPairs = pairProber(base, adminKey), maxPairs
+				ps.pair, ps.maxPairs, ps.pairTimeout = pairProber(base, adminKey), maxPairs, pairTimeout
 			}
 			rep := runDoctor(cmd.Context(), base, m, ws, ps)
 			var tf []doctor.Finding
@@ -149,6 +152,7 @@ func newDoctor(env Env, stdout io.Writer) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&probe, "probe-requests", false, "send one 1-token prefill request to each vLLM NIXL prefill and check it returns kv_transfer_params (contacts the workers directly); "+
 		"and run one request through each compatible prefill/decode pair (POST /workers/probe-pair on the gateway) to name the pairs whose decode recomputes the prompt")
+	f.DurationVar(&pairTimeout, "probe-timeout", 30*time.Second, "with --probe-requests: bound on each pair probe (longer than the gateway's stall bound, so a hung leg comes back as the gateway's 504, not as a probe that could not run)")
 	f.IntVar(&maxPairs, "probe-max-pairs", doctor.DefaultMaxPairs, "with --probe-requests: probe at most this many prefill/decode pairs (4 at once); the rest get a pairs_not_probed note")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "bound for the gateway request, each bootstrap-port dial and each --probe-requests request")
 	f.StringVar(&healthEndpoint, "health-check-endpoint", "/health", "the gateway's --health-check-endpoint: the path probed on each HTTP worker")
@@ -197,8 +201,9 @@ type doctorProbes struct {
 	nixl                   bool
 	health                 func(context.Context, worker.Worker) error
 	// pair probes a pair through the gateway (nil: none), at most maxPairs of them.
-	pair     func(context.Context, worker.Worker, worker.Worker) (doctor.PairProbe, error)
-	maxPairs int
+	pair        func(context.Context, worker.Worker, worker.Worker) (doctor.PairProbe, error)
+	maxPairs    int
+	pairTimeout time.Duration
 }
 
 // anyEvents reports whether some listed worker is routed by its KV events: then a worker
@@ -254,7 +259,7 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 		o.ProbeNixl = probeNixl
 	}
 	o.ProbeHealth, o.HealthTimeout = p.health, p.healthTimeout
-	o.ProbePair, o.MaxPairs = p.pair, p.maxPairs
+	o.ProbePair, o.MaxPairs, o.PairTimeout = p.pair, p.maxPairs, p.pairTimeout
 	fs := append(doctor.Check(ctx, ws, o), notReady...)
 	ok := true
 	for _, f := range fs {

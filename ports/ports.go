@@ -57,6 +57,11 @@ type LegRequest struct {
 	Body []byte
 	// Header carries the forwarded client headers (allow-listed) and trace context.
 	Header http.Header
+	// Leg names the part Worker plays in this request, for the leg span, the access line
+	// and TTFT: "prefill", or "decode" (its output reaches the client); "" = the worker's
+	// registered role. A prefill or regular worker serving a request alone (selective PD)
+	// is the decode leg.
+	Leg string
 }
 
 // LegResponse is an engine's answer to a leg. The caller must close Body.

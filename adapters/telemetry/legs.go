@@ -70,11 +70,14 @@ func (t *tracedEngine) Send(ctx context.Context, req ports.LegRequest) (*ports.L
 	role := "leg"
 	if req.Worker != nil {
 		role = string(req.Worker.Role)
+		if req.Leg != "" {
+			role = req.Leg
+		}
 		ri.SetLeg(role, req.Worker.ID, string(req.Worker.Runtime))
 	}
+	decode := role == string(worker.RoleDecode)
 	if t.off && !trace.SpanContextFromContext(ctx).IsValid() {
 		resp, err := t.next.Send(ctx, req)
-		decode := req.Worker != nil && req.Worker.Role == worker.RoleDecode
 		if err != nil || !decode || resp.Status >= 400 {
 			return resp, err // no span to end and no first token to time
 		}
@@ -103,7 +106,7 @@ func (t *tracedEngine) Send(ctx context.Context, req ports.LegRequest) (*ports.L
 		span.SetStatus(codes.Error, "engine answered "+strconv.Itoa(resp.Status))
 	}
 	resp.Body = &legBody{ReadCloser: resp.Body, span: span, ctx: ctx, ri: ri, sent: sent,
-		decode: req.Worker != nil && req.Worker.Role == worker.RoleDecode, failed: resp.Status >= 400}
+		decode: decode, failed: resp.Status >= 400}
 	return resp, nil
 }
 

@@ -96,3 +96,23 @@ func BenchmarkMiddlewareTracingOff(b *testing.B) {
 		h.ServeHTTP(w, req)
 	}
 }
+
+// A prefill or regular worker serving a request alone (selective PD: LegRequest.Leg
+// "decode") is the decode leg: the access line names it as the decode worker, no prefill
+// worker, and its first byte is the request's TTFT.
+func TestALoneWorkerIsTheDecodeLeg(t *testing.T) {
+	for _, role := range []worker.Role{worker.RolePrefill, worker.RoleRegular} {
+		ri := &ports.RequestInfo{Start: time.Now().Add(-50 * time.Millisecond)}
+		ctx := ports.WithRequestInfo(context.Background(), ri)
+		w := worker.NewLive(worker.Worker{ID: string(role) + "-0", URL: "http://127.0.0.1:1", Role: role, Runtime: worker.RuntimeVLLM}, worker.StatusReady)
+		resp, err := telemetry.TraceLegs(fakeBodies{}, nil).Send(ctx, ports.LegRequest{Worker: w, Path: "/v1/completions", Leg: "decode"})
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		s := ri.Snapshot()
+		assert.Empty(t, s.PrefillID, role)
+		assert.Equal(t, string(role)+"-0", s.DecodeID, role)
+		assert.GreaterOrEqual(t, s.TTFT, 50*time.Millisecond, role)
+	}
+}

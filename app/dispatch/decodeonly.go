@@ -88,7 +88,8 @@ func (d *Dispatcher) serveAlone(ctx context.Context, w http.ResponseWriter, rq *
 	o := &open{decode: dc, start: time.Now(), ctx: legCtx, cancel: cancel, detach: detach, reqCtx: ctx,
 		stream: rq.Stream, model: metricModel(rq.Model, dc), runtime: string(dc.Runtime), route: rq.Route}
 	o.prefillDone.Store(true) // nothing to wait for: a silent worker is the worker's fault
-	return d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: rq.Route.Path(), Body: pdmode.LocalBody(rq.Body), Header: hdr})
+	return d.sequentialDecode(w, o, ports.LegRequest{Worker: dc, Path: rq.Route.Path(), Body: pdmode.LocalBody(rq.Body), Header: hdr,
+		Leg: string(worker.RoleDecode)})
 }
 
 // noteDecision counts a selective-PD decision and names it on the access line and span.

@@ -191,7 +191,10 @@ func (r *Router) Stop() {
 
 // eligible: a worker whose registration names a ZMQ events endpoint (any transport, DP
 // ranks included: rank r dials port + r), or a gRPC worker with an event service that is
-// not a DP-rank expansion (its one stream carries every rank's events).
+// not a DP-rank expansion (its one stream carries every rank's events). A gRPC worker whose
+// runtime is not detected yet waits for the registry's swap-in of the detected worker (an
+// attempt now could only fail and log a WARN about runtime "unspecified"); TRT-LLM and MLX
+// servicers have no SubscribeKvEvents.
 func eligible(w *worker.Live) bool {
 	if w.Role == worker.RoleEncode {
 		return false
@@ -199,7 +202,14 @@ func eligible(w *worker.Live) bool {
 	if _, ok, _ := kvevents.ResolveZMQ(w.Worker); ok {
 		return true
 	}
-	return w.Mode == worker.ConnGRPC && w.DPRank == nil
+	if w.Mode != worker.ConnGRPC || w.DPRank != nil {
+		return false
+	}
+	switch w.Runtime {
+	case worker.RuntimeSGLang, worker.RuntimeVLLM, worker.RuntimeTokenSpeed:
+		return true
+	}
+	return false
 }
 
 // ensure subscribes w unless it already is with the same engine id; a changed engine id

@@ -256,8 +256,7 @@ func (r *Router) ensure(w *worker.Live) {
 		defer r.wg.Done()
 		defer close(s.done)
 		if err := g.Run(ctx); errors.Is(err, kvevents.ErrDisabled) {
-			s.disabled.Store(true)
-			r.log.Info("kv events: worker stays on approximate routing", "worker", w.URL)
+			s.disabled.Store(true) // the subscriber logged it, naming the endpoint
 		}
 	}()
 }

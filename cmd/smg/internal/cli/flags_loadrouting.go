@@ -22,7 +22,7 @@ func loadRoutingFlags(fs *pflag.FlagSet, cfg *config.Config, add func(name strin
 	add("kv-overlap-weight")
 	fs.Var(&secsValue{d: &cfg.KVSpeculativeTTL}, "kv-speculative-ttl-secs", "cache_aware with KV events: longest life of a just-routed prompt's speculative entry, ended early when the worker's events store it (0: none)")
 	add("kv-speculative-ttl-secs")
-	fs.IntVar(&cfg.KVIndexMaxBlocks, "kv-index-max-blocks", cfg.KVIndexMaxBlocks, "cache_aware with KV events: bound on the index's (worker, block) entries")
+	fs.IntVar(&cfg.KVIndexMaxBlocks, "kv-index-max-blocks", cfg.KVIndexMaxBlocks, "cache_aware with KV events: bound on the index's (worker, block) entries (0: the default, 1048576)")
 	add("kv-index-max-blocks")
 	fs.StringVar(&cfg.LoadMetric, "load-metric", cfg.LoadMetric, "power_of_two/least_load: compare in-flight `requests` or tokens (prompt + expected decode) per worker")
 	add("load-metric")

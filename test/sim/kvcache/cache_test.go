@@ -140,8 +140,9 @@ func TestHeldBlocksAreNotEvictedAndAFullCacheMakesAcquireWait(t *testing.T) {
 			got <- -1
 			return
 		}
-		got <- l.Blocks()
-		l.Release()
+		n := l.Blocks()
+		l.Release() // before the test goes on: a lease still held changes what it can evict
+		got <- n
 	}()
 	select {
 	case <-got:

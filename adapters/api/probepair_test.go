@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,11 +54,12 @@ func TestProbePairRoute(t *testing.T) {
 	pr := &fakeProber{res: ports.PairProbeResult{PrefillID: "p", PrefillURL: "http://p", DecodeID: "d", DecodeURL: "http://d",
 		Connector: "nixl", Outcome: ports.PairProbeRecomputed, Status: 200, Measured: true, PromptTokens: 300, RecomputedTokens: 300, ElapsedMS: 7}}
 	srv := serveTenants(t, api.Deps{Auth: api.AuthOptions{AdminAPIKey: "adm"}, Prober: pr})
-	status, _ := postProbe(t, srv, "", `{"prefill":"p","decode":"d"}`)
+	status, body := postProbe(t, srv, "", `{"prefill":"p","decode":"d"}`)
 	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Equal(t, wire.CodeWorkerUnauthorized, errCode(t, body))
 	assert.Empty(t, pr.seen, "an unauthenticated call probes nothing")
 
-	status, body := postProbe(t, srv, "adm", `{"prefill":"p","decode":"http://d"}`)
+	status, body = postProbe(t, srv, "adm", `{"prefill":"p","decode":"http://d"}`)
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Equal(t, [][2]string{{"p", "http://d"}}, pr.seen)
 	assert.JSONEq(t, `{"prefill_id":"p","prefill_url":"http://p","decode_id":"d","decode_url":"http://d","connector":"nixl",
@@ -66,12 +68,25 @@ func TestProbePairRoute(t *testing.T) {
 
 	status, body = postProbe(t, srv, "adm", `{"prefill":"p"}`)
 	assert.Equal(t, http.StatusBadRequest, status, body)
+	assert.Equal(t, wire.CodeWorkerBadRequest, errCode(t, body))
 
 	pr.err = errs.New(http.StatusNotFound, wire.CodeWorkerNotFound, "Worker x not found")
 	status, body = postProbe(t, srv, "adm", `{"prefill":"x","decode":"d"}`)
 	assert.Equal(t, http.StatusNotFound, status)
-	assert.Contains(t, body, wire.CodeWorkerNotFound)
+	assert.JSONEq(t, `{"error":"Worker x not found","code":"`+wire.CodeWorkerNotFound+`"}`, body)
 
 	status, _ = postProbe(t, serveTenants(t, api.Deps{}), "", `{"prefill":"p","decode":"d"}`)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
+}
+
+// errCode is the admin error body's code ({"error": message, "code": code}).
+func errCode(t *testing.T, body string) string {
+	t.Helper()
+	var e struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+	assert.NotEmpty(t, e.Error, body)
+	return e.Code
 }

@@ -389,7 +389,7 @@ func (r *Router) Speculate(url, model string, tokens []uint32) {
 	if bs <= 0 {
 		bs = DefaultBlockSize
 	}
-	if full := len(tokens) / bs * bs; full == 0 || r.holds(url)(model, tokens[:full]) {
+	if full := len(tokens) / bs * bs; full == 0 || r.holds(url, model, tokens[:full]) {
 		// The worker's events already hold every full block: the engine stores nothing new,
 		// so no batch would confirm an entry (it would only expire) and none is expected.
 		return
@@ -411,7 +411,7 @@ func (r *Router) addShared(e kvevent.Shared) bool {
 	if s == nil || e.BlockSize <= 0 {
 		return false
 	}
-	if full := len(e.Tokens) / e.BlockSize * e.BlockSize; full > 0 && r.holds(e.Worker)(e.Model, e.Tokens[:full]) {
+	if full := len(e.Tokens) / e.BlockSize * e.BlockSize; full > 0 && r.holds(e.Worker, e.Model, e.Tokens[:full]) {
 		return true // held already (see Speculate)
 	}
 	r.spec.add(e.Worker, e.Model, e.BlockSize, e.Tokens)
@@ -452,28 +452,20 @@ func (k sink) ApplyKVBatch(b kvevent.Batch) {
 	}
 	k.ws.ApplyKVBatch(b)
 	if stored {
-		k.r.spec.confirm(k.ws.Worker, k.r.holds(k.ws.Worker))
+		w := k.ws.Worker
+		k.r.spec.confirm(w, func(model string, tokens []uint32) bool { return k.r.holds(w, model, tokens) })
 	}
 }
 
-// holds returns whether the event index holds, for worker, every full block of tokens
+// holds reports whether the event index holds, for worker, every full block of tokens
 // under model (or under "", where a multi-model worker's events go): the check that ends a
-// speculative entry.
-func (r *Router) holds(worker string) func(model string, tokens []uint32) bool {
-	return func(model string, tokens []uint32) bool {
-		full := func(h kvindex.Hit, ok bool) bool {
-			return ok && h.BlockSize > 0 && h.Tokens()+h.BlockSize > len(tokens)
-		}
-		h, ok := r.index.Match(model, tokens)[worker]
-		if full(h, ok) {
-			return true
-		}
-		if model != "" {
-			h, ok = r.index.Match("", tokens)[worker]
-			return full(h, ok)
-		}
-		return false
+// speculative entry, and that makes none for a prompt already held.
+func (r *Router) holds(worker, model string, tokens []uint32) bool {
+	full := func(ns string) bool {
+		h, ok := r.index.Match(ns, tokens)[worker]
+		return ok && h.BlockSize > 0 && h.Tokens()+h.BlockSize > len(tokens)
 	}
+	return full(model) || (model != "" && full(""))
 }
 
 func (k sink) ResetKV(reason kvevent.ResetReason) {

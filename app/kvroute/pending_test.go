@@ -25,7 +25,10 @@ func TestGRPCWorkerIsSubscribedOnceItsRuntimeIsKnown(t *testing.T) {
 	r, err := kvroute.New(kvroute.Options{
 		Dial: func(w worker.Worker) (kvevents.KvEventsClient, error) {
 			dials++
-			return kvevents.ClientFor(w, nil)
+			if _, err := kvevents.ClientFor(w, nil); err != nil { // the real dialer's runtime check
+				return nil, err
+			}
+			return unimplemented{}, nil // an engine without the stream: nothing is dialled
 		},
 		Subscriber: kvevents.Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), BackoffMin: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond}})
 	require.NoError(t, err)

@@ -13,56 +13,60 @@ import (
 )
 
 // BenchmarkSelectFleet measures one Select + release on a fleet of n pairable NIXL workers
-// per leg, all available, with the real round_robin and power_of_two policies on both legs.
-// The available workers are cached between availability changes, so the cost must be flat
-// from 2 to 4,096 workers per leg (within ±20 %). cache_aware is left out: it reads every
-// candidate's load and tree tenant by design (BenchmarkSelectFleetCacheAware).
+// per leg, all available, with the real round_robin, power_of_two and cache_aware policies on
+// both legs (cache_aware with a short repeated prompt). The available workers are cached
+// between availability changes, and cache_aware reads the least-loaded candidate from the
+// view's load board, so the cost must be flat from 2 to 4,096 workers per leg (within ±20 %).
+// The first selection, which builds the view and its boards, is made before the timer starts.
 func BenchmarkSelectFleet(b *testing.B) {
-	for _, name := range []string{"round_robin", "power_of_two"} {
+	req := &policy.Request{Model: "m", Text: "You are a helpful assistant. Hello"}
+	for _, name := range []string{"round_robin", "power_of_two", "cache_aware"} {
 		for _, n := range []int{2, 64, 512, 4096} {
 			b.Run(fmt.Sprintf("%s/workers=%d", name, n), func(b *testing.B) {
-				benchSelect(b, fleetSelector(b, n, name), &policy.Request{Model: "m"})
+				benchSelect(b, fleetSelector(b, n, name), req)
 			})
 		}
 	}
 }
 
-// BenchmarkSelectFleetCacheAware is BenchmarkSelectFleet with cache_aware on both legs and a
-// short prompt: the policy itself is O(candidates) (loads and tree tenants of each).
-func BenchmarkSelectFleetCacheAware(b *testing.B) {
-	for _, n := range []int{2, 64, 512, 4096} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			benchSelect(b, fleetSelector(b, n, "cache_aware"), &policy.Request{Model: "m", Text: "You are a helpful assistant. Hello"})
-		})
+// BenchmarkSelectFleetChurn is BenchmarkSelectFleet with one worker's status flipped every
+// 1,000 selections: the cost of rebuilding the cached view (and, for cache_aware, its load
+// boards), amortized.
+func BenchmarkSelectFleetChurn(b *testing.B) {
+	for _, name := range []string{"round_robin", "cache_aware"} {
+		for _, n := range []int{64, 512, 4096} {
+			b.Run(fmt.Sprintf("%s/workers=%d", name, n), func(b *testing.B) {
+				benchChurn(b, n, name)
+			})
+		}
 	}
 }
 
-// BenchmarkSelectFleetChurn is BenchmarkSelectFleet (round_robin) with one worker's status
-// flipped every 1,000 selections: the cost of rebuilding the cached view, amortized.
-func BenchmarkSelectFleetChurn(b *testing.B) {
-	for _, n := range []int{64, 512, 4096} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			st := &fakeStore{}
-			sel := fleetOn(b, st, n, "round_robin")
-			flip := st.ByRole(worker.RoleDecode)[0]
-			req := &policy.Request{Model: "m"}
-			b.ReportAllocs()
-			k := 0
-			for b.Loop() {
-				if k++; k%1000 == 0 {
-					st.SetStatus(flip, map[bool]worker.Status{true: worker.StatusReady, false: worker.StatusNotReady}[flip.Status() != worker.StatusReady])
-				}
-				_, _, release, err := sel.Select(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				release()
-			}
-		})
+func benchChurn(b *testing.B, n int, name string) {
+	st := &fakeStore{}
+	sel := fleetOn(b, st, n, name)
+	flip := st.ByRole(worker.RoleDecode)[0]
+	req := &policy.Request{Model: "m", Text: "You are a helpful assistant. Hello"}
+	b.ReportAllocs()
+	k := 0
+	for b.Loop() {
+		if k++; k%1000 == 0 {
+			st.SetStatus(flip, map[bool]worker.Status{true: worker.StatusReady, false: worker.StatusNotReady}[flip.Status() != worker.StatusReady])
+		}
+		_, _, release, err := sel.Select(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
 	}
 }
 
 func benchSelect(b *testing.B, sel *selection.Selector, req *policy.Request) {
+	_, _, release, err := sel.Select(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	release()
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _, release, err := sel.Select(req)

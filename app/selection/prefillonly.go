@@ -35,7 +35,7 @@ func (s *Selector) SelectPrefillAlone(req *policy.Request) (w *worker.Live, h He
 		return nil, Held{}
 	}
 	_, tD := legTokens(req)
-	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req, tD)
+	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, nil, req, tD)
 	if !ok {
 		return nil, Held{}
 	}

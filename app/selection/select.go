@@ -97,7 +97,7 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
 	tP, tD := legTokens(req)
-	i, bP, ok := s.pick(&s.prefillMu, polP, cands, req, tP)
+	i, bP, ok := s.pick(&s.prefillMu, polP, cands, v.board(polP, &v.candBoard, v.cands), req, tP)
 	if !ok {
 		return nil, nil, nil, policyFailed(polP, policy.LegPrefill)
 	}
@@ -112,7 +112,8 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	if pinned != nil && slices.Contains(decodes, pinned) {
 		decodes = []*worker.Live{pinned}
 	}
-	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, req, tD)
+	g := candGroup[i]
+	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, v.board(polD, &v.decodeBoards[g], v.decodes[g]), req, tD)
 	if !ok {
 		unhold(prefill, bP, tP)
 		return nil, nil, nil, policyFailed(polD, policy.LegDecode)
@@ -155,13 +156,13 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 	if req == nil {
 		req = &policy.Request{}
 	}
-	sn := s.current()
-	cands := s.view(sn, req.Model).prefills
+	v := s.view(s.current(), req.Model)
+	cands := v.prefills
 	if len(cands) == 0 {
 		return nil, nil, errs.NoAvailableWorkers(string(policy.LegPrefill))
 	}
 	tP, _ := legTokens(req)
-	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, req, tP)
+	i, b, ok := s.pick(&s.prefillMu, s.prefillPolicy, cands, v.board(s.prefillPolicy, &v.prefillBoard, v.prefills), req, tP)
 	if !ok {
 		return nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
 	}
@@ -171,13 +172,18 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 }
 
 // pick runs pol.Select and holds the picked worker (one request and t's tokens) under mu, so
-// the next pick sees its load.
+// the next pick sees its load. A policy that reads load boards (policy.BoardSelector) gets
+// board, the view's board of the candidates (nil or another slice's: it reads cands).
 // ok is false when the policy picked nothing (or an index out of range). b is the metrics
 // the hold was mirrored in (smg_worker_requests_active{worker}), nil when none were set.
-func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, req *policy.Request, t tokens) (i int, b *metricsBox, ok bool) {
+func (s *Selector) pick(mu *sync.Mutex, pol policy.Policy, cands []*worker.Live, board *worker.LoadBoard, req *policy.Request, t tokens) (i int, b *metricsBox, ok bool) {
 	mu.Lock()
 	defer mu.Unlock()
-	i = pol.Select(cands, req)
+	if bs, isBS := pol.(policy.BoardSelector); isBS {
+		i = bs.SelectBoard(cands, board, req)
+	} else {
+		i = pol.Select(cands, req)
+	}
 	if i < 0 || i >= len(cands) {
 		return -1, nil, false
 	}

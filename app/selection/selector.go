@@ -62,8 +62,9 @@ type snapshot struct {
 	mx      *pairing.Matrix
 	version uint64 // value of changes when the store was read
 
-	mu    sync.Mutex // serializes view builds
-	views viewCache  // the available workers per model (view.go)
+	mu      sync.Mutex // serializes view builds
+	views   viewCache  // the available workers per model (view.go)
+	retired bool       // replaced by a newer snapshot: views built now are not cached (mu)
 }
 
 type metricsBox struct{ m ports.PDMetrics }
@@ -122,7 +123,12 @@ func (s *Selector) current() *snapshot {
 	prefills, decodes := s.store.ByRole(worker.RolePrefill), s.store.ByRole(worker.RoleDecode)
 	sn := &snapshot{version: v, mx: pairing.NewMatrix(prefills, decodes, s.mode)}
 	sn.views.models = listedModels(prefills, decodes)
-	s.snap.Store(sn)
+	if old := s.snap.Swap(sn); old != nil {
+		old.mu.Lock()
+		old.views.set.Load().close() // builds on old wait for this; later ones are not shared
+		old.retired = true
+		old.mu.Unlock()
+	}
 	return sn
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/smg-go/smg/domain/pairing"
+	"github.com/smg-go/smg/domain/policy"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -34,13 +35,64 @@ type view struct {
 	hasPrefill []bool
 	// prefills are every usable prefill, paired or not (SelectPrefillOnly).
 	prefills []*worker.Live
+
+	// Load boards over cands, each decodes[g] and prefills, built on the first selection
+	// by a policy that reads one (policy.BoardSelector) and closed with the view. Only a
+	// cached view has them (shared: true); a view built for one selection does not.
+	shared       bool
+	closed       atomic.Bool
+	candBoard    atomic.Pointer[worker.LoadBoard]
+	decodeBoards []atomic.Pointer[worker.LoadBoard]
+	prefillBoard atomic.Pointer[worker.LoadBoard]
+}
+
+// board returns the load board of ls kept in slot, building it on first use; nil for a view
+// that is not shared or is closed, or when pol does not read boards.
+func (v *view) board(pol any, slot *atomic.Pointer[worker.LoadBoard], ls []*worker.Live) *worker.LoadBoard {
+	if _, ok := pol.(policy.BoardSelector); !ok || !v.shared || len(ls) == 0 {
+		return nil
+	}
+	if b := slot.Load(); b != nil {
+		return b
+	}
+	b := worker.NewLoadBoard(ls)
+	if !slot.CompareAndSwap(nil, b) {
+		b.Close()
+		return slot.Load()
+	}
+	// A close racing with the build either sees the board in the slot or is seen here.
+	if v.closed.Load() {
+		b.Close()
+		return nil
+	}
+	return b
+}
+
+// close closes the view's load boards (their workers stop updating them); selections still
+// holding the view fall back to reading every candidate.
+func (v *view) close() {
+	if v == nil || !v.shared || v.closed.Swap(true) {
+		return
+	}
+	closeSlot(&v.candBoard)
+	closeSlot(&v.prefillBoard)
+	for i := range v.decodeBoards {
+		closeSlot(&v.decodeBoards[i])
+	}
+}
+
+func closeSlot(slot *atomic.Pointer[worker.LoadBoard]) {
+	if b := slot.Load(); b != nil {
+		b.Close()
+	}
 }
 
 // buildView reads the workers of mx with a's idea of a usable worker: O(P + D·Gp).
 func buildView(mx *pairing.Matrix, a avail, epoch uint64) *view {
 	groups := mx.Pairable()
 	v := &view{epoch: epoch, decodes: make([][]*worker.Live, len(groups)),
-		hasPrefill: make([]bool, len(groups)), prefills: usableOf(mx.Prefills(), a.prefill)}
+		hasPrefill: make([]bool, len(groups)), prefills: usableOf(mx.Prefills(), a.prefill),
+		decodeBoards: make([]atomic.Pointer[worker.LoadBoard], len(groups))}
 	for gi := range groups {
 		g := &groups[gi]
 		v.decodes[gi] = usableOf(g.Decodes, a.decode)
@@ -82,6 +134,16 @@ func (v *view) pinned(url string) *worker.Live {
 type viewSet struct {
 	epoch uint64
 	m     map[string]*view
+}
+
+// close closes the views of vs (a set replaced at a new epoch, or a replaced snapshot's).
+func (vs *viewSet) close() {
+	if vs == nil {
+		return
+	}
+	for _, v := range vs.m {
+		v.close()
+	}
 }
 
 // viewCache holds a snapshot's views. Reads are two atomic loads and a map lookup; a miss
@@ -140,6 +202,7 @@ func (s *Selector) view(sn *snapshot, model string) *view {
 			return v
 		}
 	} else {
+		vs.close() // a new epoch: the views of the old one are done
 		vs = &viewSet{epoch: e}
 	}
 	// A request for an unlisted model sees the workers that serve every model: build with
@@ -149,9 +212,10 @@ func (s *Selector) view(sn *snapshot, model string) *view {
 		m = otherModel
 	}
 	v := buildView(sn.mx, avail{model: m}, e)
-	if len(vs.m) >= maxViews {
+	if sn.retired || len(vs.m) >= maxViews {
 		return v
 	}
+	v.shared = true
 	next := &viewSet{epoch: e, m: make(map[string]*view, len(vs.m)+1)}
 	for k, old := range vs.m {
 		next.m[k] = old

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/worker"
 )
 
 var updateTrace = flag.Bool("update-trace", false, "rewrite testdata/cache_aware_trace.txt from the current implementation")
@@ -34,8 +35,9 @@ func (o *lastBranch) TreeSize(string, int) {}
 // worker's removal. Loads are distinct at every pick, so no decision depends on a random
 // tie-break. An eviction runs every 25 picks and whenever the text inserted since the last
 // one could take a worker's share past 1.25 × MaxTreeSize, so the trace does not depend on
-// when an implementation evicts on its own.
-func cacheAwareTrace(t *testing.T, steps int) []string {
+// when an implementation evicts on its own. viaBoard picks with SelectBoard over a load board
+// of the candidates (the pair selector's path) instead of Select.
+func cacheAwareTrace(t *testing.T, steps int, viaBoard bool) []string {
 	t.Helper()
 	const maxSize = 80_000
 	obs := &lastBranch{}
@@ -93,7 +95,15 @@ func cacheAwareTrace(t *testing.T, steps int) []string {
 			cands[i] = w
 			c = append(c, ws[w])
 		}
-		got := p.Select(c, &policy.Request{Model: "m", Text: txt})
+		req := &policy.Request{Model: "m", Text: txt}
+		var got int
+		if viaBoard {
+			b := worker.NewLoadBoard(c)
+			got = p.SelectBoard(c, b, req)
+			b.Close()
+		} else {
+			got = p.Select(c, req)
+		}
 		grown += len(txt)
 		require.GreaterOrEqual(t, got, 0)
 		out = append(out, fmt.Sprintf("S %d %s", cands[got], obs.branch))
@@ -104,11 +114,16 @@ func cacheAwareTrace(t *testing.T, steps int) []string {
 
 // The tree's layout is an implementation detail: the picks, branches and tree sizes on a
 // recorded trace (recorded from the first implementation, pointer nodes with string edges)
-// stay the same.
+// stay the same, through Select and through SelectBoard (the selector's O(1) load path).
 func TestCacheAwareDecisionsMatchTheRecordedTrace(t *testing.T) {
 	t.Parallel()
-	got := cacheAwareTrace(t, 4000)
-	if *updateTrace {
+	t.Run("select", func(t *testing.T) { t.Parallel(); matchRecordedTrace(t, false) })
+	t.Run("board", func(t *testing.T) { t.Parallel(); matchRecordedTrace(t, true) })
+}
+
+func matchRecordedTrace(t *testing.T, viaBoard bool) {
+	got := cacheAwareTrace(t, 4000, viaBoard)
+	if *updateTrace && !viaBoard {
 		require.NoError(t, os.WriteFile(traceFile, []byte(strings.Join(got, "\n")+"\n"), 0o644))
 		return
 	}

@@ -107,3 +107,13 @@ func reqCtx(r *Request) context.Context {
 	}
 	return r.Ctx
 }
+
+// BoardSelector is a Policy that can also choose from a worker.LoadBoard kept over the
+// candidates, reading the least-loaded candidate and the sum of loads in O(1) instead of
+// reading every candidate (cache_aware). The pair selector calls SelectBoard with the board
+// of exactly c (b.For(c)) when it has one, Select otherwise. SelectBoard must accept any b,
+// including nil or a board of another slice, by falling back to Select.
+type BoardSelector interface {
+	Policy
+	SelectBoard(c []*worker.Live, b *worker.LoadBoard, req *Request) int
+}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,6 +31,9 @@ type Live struct {
 	decodeTok atomic.Int64           // expected decode tokens of the legs in flight
 	remoteTok atomic.Int64           // other gateway instances' token load, as last shared
 	queued    atomic.Int64           // requests this replica queues for its decode window (queued.go)
+
+	boardMu sync.Mutex                 // serializes changes of boards
+	boards  atomic.Pointer[[]boardRef] // the LoadBoards listing this worker (board.go)
 }
 
 // SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or
@@ -115,11 +119,18 @@ func (l *Live) Acquire() (release func()) {
 }
 
 // Hold adds one in-flight request without building a release func; the caller pairs it
-// with exactly one Unhold (Acquire is the idempotent form).
-func (l *Live) Hold() { l.load.Add(1) }
+// with exactly one Unhold (Acquire is the idempotent form). It moves the worker on the
+// LoadBoards that list it.
+func (l *Live) Hold() {
+	l.load.Add(1)
+	l.syncBoards()
+}
 
-// Unhold removes one in-flight request added by Hold.
-func (l *Live) Unhold() { l.load.Add(-1) }
+// Unhold removes one in-flight request added by Hold, and moves the worker on its LoadBoards.
+func (l *Live) Unhold() {
+	l.load.Add(-1)
+	l.syncBoards()
+}
 
 // EngineID is the worker's live KV engine id: the last one re-read from the engine
 // (SetEngineID), else the registered Worker.KVEngineID. Mooncake handoffs are minted with

@@ -1,0 +1,92 @@
+package selection_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/app/selection"
+	"github.com/smg-go/smg/domain/pairing"
+	"github.com/smg-go/smg/domain/policy"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+// cache_aware through the selector reads the least-loaded worker from the view's load board:
+// loads held before the board existed, holds and releases of other requests, and a view
+// rebuilt after an availability change are all followed. Every prompt is new, so each pick
+// is cache_aware's min-load path.
+func TestCacheAwareSelectionFollowsLoadsThroughViews(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{}
+	var ps, ds []*worker.Live
+	for i := range 4 {
+		p := vw(fmt.Sprintf("http://p%d:8000", i), worker.RolePrefill, nixl, nil, "m")
+		d := vw(fmt.Sprintf("http://d%d:8000", i), worker.RoleDecode, nixl, nil, "m")
+		require.NoError(t, st.Add(p))
+		require.NoError(t, st.Add(d))
+		ps, ds = append(ps, p), append(ds, d)
+	}
+	sel := fleetSelectorOn(t, st, "cache_aware")
+	n := 0
+	pick := func() (*worker.Live, *worker.Live, func()) {
+		n++
+		p, d, release, err := sel.Select(&policy.Request{Model: "m", Text: fmt.Sprintf("prompt %d about something else entirely", n)})
+		require.NoError(t, err)
+		return p, d, release
+	}
+	// Other requests in flight before the first selection built the boards.
+	for i, k := range []int{2, 1, 0, 3} {
+		for range k {
+			ps[i].Hold()
+			ds[3-i].Hold()
+		}
+	}
+	p, d, rel1 := pick()
+	require.Equal(t, ps[2], p)
+	require.Equal(t, ds[1], d)
+
+	// ps[2] and ds[1] now carry one request each; ps[1] and ds[2] too, held longer.
+	p, d, rel2 := pick()
+	require.Equal(t, ps[1], p)
+	require.Equal(t, ds[2], d)
+	rel2()
+
+	// A new view (ps[1] and ds[2] out): the board of the new view reads the loads again.
+	st.SetStatus(ps[1], worker.StatusNotReady)
+	st.SetStatus(ds[2], worker.StatusNotReady)
+	rel1()
+	p, d, rel3 := pick()
+	require.Equal(t, ps[2], p, "back to no load: the least loaded")
+	require.Equal(t, ds[1], d)
+	rel3()
+
+	// Everything released and back: the picks spread over the idle workers in turn.
+	st.SetStatus(ps[1], worker.StatusReady)
+	st.SetStatus(ds[2], worker.StatusReady)
+	for i, k := range []int{2, 1, 0, 3} {
+		for range k {
+			ps[i].Unhold()
+			ds[3-i].Unhold()
+		}
+	}
+	seen := map[*worker.Live]int{}
+	for range 8 {
+		p, d, release := pick()
+		seen[p]++
+		seen[d]++
+		release()
+	}
+	for _, w := range append(ps, ds...) {
+		require.Equal(t, 2, seen[w], w.URL)
+	}
+}
+
+func fleetSelectorOn(t *testing.T, st *fakeStore, pol string) *selection.Selector {
+	t.Helper()
+	pp, err := policy.New(pol, policy.LegPrefill, policy.DefaultOptions())
+	require.NoError(t, err)
+	pd, err := policy.New(pol, policy.LegDecode, policy.DefaultOptions())
+	require.NoError(t, err)
+	return selection.New(st, pairing.ModeLenient, pp, pd, nil)
+}

@@ -1,0 +1,77 @@
+package policy
+
+import (
+	"math/rand/v2"
+
+	"github.com/smg-go/smg/domain/wire"
+	"github.com/smg-go/smg/domain/worker"
+)
+
+var _ BoardSelector = (*CacheAware)(nil)
+
+// SelectBoard is Select over the load board b of the candidates c, in O(tenants of the
+// matched node + prompt length) instead of O(candidates): the min-load candidate and the
+// average load come from b, and only the tenants recorded at the matched node are read.
+// The decision is Select's except among candidates with equal in-flight load, where the one
+// that has had that load longest is taken (Select: fewest picks by this instance): both take
+// idle workers in turn. Falls back to Select when b is not the board of c, is closed, or the
+// request is scored by KV events (Options.KVPrefixes with token ids: that cost model reads
+// every candidate's cache view).
+func (p *CacheAware) SelectBoard(c []*worker.Live, b *worker.LoadBoard, req *Request) int {
+	if !b.For(c) || (p.kv != nil && req != nil && len(req.TokenIDs) > 0) {
+		return p.Select(c, req)
+	}
+	minIdx, sum, ok := b.Min()
+	if !ok {
+		return p.Select(c, req)
+	}
+	var text string
+	if req != nil {
+		text = req.Text
+	}
+	model := treeKey(c, req)
+	ct := p.tree(model)
+	avg := float64(sum) / float64(len(c))
+
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	t := ct.t
+	chosen, branch := minIdx, wire.BranchCacheMiss
+	if matched, n := t.match(text); len(text) > 0 && float64(matched)/float64(len(text)) > p.threshold {
+		if best, load := leastLoadedTenantOn(t, n, c, b); best >= 0 {
+			chosen, branch = best, wire.BranchCacheHit
+			if l := float64(load); l > avg*p.relThresh && l > avg+p.absThresh {
+				chosen, branch = minIdx, wire.BranchCacheSpill
+			}
+		}
+	}
+	id := t.tenantID(c[chosen].URL)
+	t.insert(text, id)
+	p.evictIfOver(model, ct, id)
+	p.obs.branch(wire.PolicyCacheAware, branch)
+	return chosen
+}
+
+// leastLoadedTenantOn is leastLoadedTenant reading only n's tenants: the candidate index of
+// the least-loaded tenant recorded at n that is one of c (b's index of c), ties random, and
+// its load; -1 when none is a candidate. Call it with t's lock held.
+func leastLoadedTenantOn(t *radixTree, n *node, c []*worker.Live, b *worker.LoadBoard) (best int, load int64) {
+	best, ties := -1, 0
+	for _, s := range n.tenants {
+		i := b.Index(t.names[s.tenant])
+		if i < 0 {
+			continue
+		}
+		l := c[i].Load()
+		switch {
+		case best < 0 || l < load:
+			best, load, ties = i, l, 1
+		case l == load:
+			ties++
+			if rand.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best, load
+}

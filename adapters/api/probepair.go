@@ -58,7 +58,7 @@ func registerProbePair(h huma.API, d Deps) {
 		Description: "Runs one non-streaming one-token /v1/completions request (a prompt of a few hundred tokens starting with a fresh id) through exactly this prefill and this decode, bypassing selection and retries, " +
 			"and reports what the silent-recompute detector read from the decode's usage: kv_received, recomputed, unmeasured (the engine or connector reports no cached tokens) or failed. " +
 			"The probe is a real request: a recompute it shows moves smg_pd_recomputed_prompts_total (the decode did recompute) and its legs' outcomes reach the circuit breakers. " +
-			"A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.",
+			"A probe that ran and failed answers 200 with outcome failed; 404 for an unknown worker, 400 for a worker of the wrong role, a draining worker or a pair --pd-pairing-mode refuses. `smg doctor --probe-requests` probes every compatible pair through it.",
 		Tags:   []string{tagWorkers},
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusServiceUnavailable},
 	}, func(ctx context.Context, in *probePairInput) (*probePairOutput, error) {

@@ -37,7 +37,7 @@ const probeBodyLimit = 1 << 20
 // have caused is not charged: no retry settles it), and it takes a decode
 // admission slot. It bypasses selection and the retry loop (no other pair is tried) and the
 // tenants' budgets. Errors: 404 WORKER_NOT_FOUND, 400 BAD_REQUEST for a worker of the wrong
-// role or a pair --pd-pairing-mode refuses.
+// role, a draining worker, or a pair --pd-pairing-mode refuses.
 func (d *Dispatcher) ProbePair(ctx context.Context, prefill, decode string) (ports.PairProbeResult, error) {
 	p, err := d.probeWorker(prefill, worker.RolePrefill)
 	if err != nil {
@@ -127,6 +127,11 @@ func (d *Dispatcher) probeWorker(ref string, role worker.Role) (*worker.Live, er
 	}
 	if l.Role != role {
 		return nil, errs.New(http.StatusBadRequest, wire.CodeWorkerBadRequest, "worker %s is a %s worker, not a %s", l.ID, l.Role, role)
+	}
+	if l.Status() == worker.StatusDraining {
+		// Draining is an operator's decision to let the worker empty: a probe would put a
+		// new request (and, on a decode, new KV) on it.
+		return nil, errs.New(http.StatusBadRequest, wire.CodeWorkerBadRequest, "worker %s is draining: it takes no new requests, probes included", l.ID)
 	}
 	return l, nil
 }

@@ -18,7 +18,7 @@ import (
 
 // ProbePair refuses, before any leg is contacted (no engine is configured: a dispatch would
 // panic), an unknown worker (404), a worker of the wrong role and a pair the pairing mode
-// refuses (400), naming the worker or the differing components.
+// refuses, or a draining worker (400), naming the worker or the differing components.
 func TestProbePairRefusesWhatCannotBeProbed(t *testing.T) {
 	t.Parallel()
 	st := memory.NewWorkers()
@@ -26,8 +26,13 @@ func TestProbePairRefusesWhatCannotBeProbed(t *testing.T) {
 		{ID: "p", URL: "http://127.0.0.1:10001", Role: worker.RolePrefill, Runtime: worker.RuntimeVLLM, Mode: worker.ConnHTTP, KVConnector: "NixlConnector"},
 		{ID: "d", URL: "http://127.0.0.1:10002", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, Mode: worker.ConnHTTP, KVConnector: "NixlConnector"},
 		{ID: "dm", URL: "http://127.0.0.1:10003", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, Mode: worker.ConnHTTP, KVConnector: "MooncakeConnector"},
+		{ID: "dd", URL: "http://127.0.0.1:10004", Role: worker.RoleDecode, Runtime: worker.RuntimeVLLM, Mode: worker.ConnHTTP, KVConnector: "NixlConnector"},
 	} {
-		require.NoError(t, st.Add(worker.NewLive(w, worker.StatusReady)))
+		st0 := worker.StatusReady
+		if w.ID == "dd" {
+			st0 = worker.StatusDraining
+		}
+		require.NoError(t, st.Add(worker.NewLive(w, st0)))
 	}
 	cfg := config.Default()
 	cfg.PDDisaggregation = true
@@ -43,6 +48,7 @@ func TestProbePairRefusesWhatCannotBeProbed(t *testing.T) {
 		{"prefill named as the decode", "p", "http://127.0.0.1:10001/", http.StatusBadRequest, wire.CodeWorkerBadRequest, "worker p is a prefill worker, not a decode"},
 		{"empty decode", "p", " ", http.StatusBadRequest, wire.CodeWorkerBadRequest, "a decode worker id or URL is required"},
 		{"incompatible pair", "p", "dm", http.StatusBadRequest, wire.CodeWorkerBadRequest, "transport"},
+		{"draining decode", "p", "dd", http.StatusBadRequest, wire.CodeWorkerBadRequest, "worker dd is draining"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := d.ProbePair(context.Background(), c.prefill, c.decode)

@@ -95,6 +95,10 @@ type Options struct {
 	// leg to come back as the gateway's own verdict (504 decode_timeout), not as a probe
 	// that could not be run.
 	PairTimeout time.Duration
+	// Draining holds the ids of the workers the gateway lists as draining: pairs with one are
+	// not probed (the gateway refuses to put a new request on a draining worker), and the
+	// KindPairsNotProbed note counts them.
+	Draining map[string]bool
 }
 
 // Check inspects ws (the fleet as the gateway registered it) and returns the findings in a

@@ -62,7 +62,7 @@ type PairProbe struct {
 // probePairs probes each compatible prefill/decode pair (registration order: each prefill's
 // decodes in turn), at most o.MaxPairs of them, PairConcurrency at once, each bounded by
 // o.PairTimeout, and returns the findings in pair order, then a KindPairsNotProbed note when
-// pairs were left out.
+// pairs were left out (past o.MaxPairs, or with a worker in o.Draining).
 func probePairs(ctx context.Context, prefills, decodes []*worker.Live, o Options) []Finding {
 	if o.ProbePair == nil || len(prefills) == 0 || len(decodes) == 0 {
 		return nil
@@ -74,8 +74,13 @@ func probePairs(ctx context.Context, prefills, decodes []*worker.Live, o Options
 	type pair struct{ p, d *worker.Live }
 	var pairs []pair
 	mx := pairing.NewMatrix(prefills, decodes, o.Mode)
+	draining := 0
 	for _, p := range prefills {
 		for _, d := range mx.CompatibleDecodes(p) {
+			if o.Draining[p.ID] || o.Draining[d.ID] {
+				draining++
+				continue
+			}
 			pairs = append(pairs, pair{p, d})
 		}
 	}
@@ -112,7 +117,11 @@ func probePairs(ctx context.Context, prefills, decodes []*worker.Live, o Options
 	}
 	if skipped > 0 {
 		out = append(out, Finding{Kind: KindPairsNotProbed, Severity: SeverityNote,
-			Message: fmt.Sprintf("%d of %d compatible prefill/decode pairs were not probed (--probe-max-pairs %d)", skipped, skipped+len(pairs), limit)})
+			Message: fmt.Sprintf("%d of %d compatible prefill/decode pairs were not probed (--probe-max-pairs %d)", skipped, skipped+len(pairs)+draining, limit)})
+	}
+	if draining > 0 {
+		out = append(out, Finding{Kind: KindPairsNotProbed, Severity: SeverityNote,
+			Message: fmt.Sprintf("%d of %d compatible prefill/decode pairs were not probed: their prefill or decode is draining", draining, skipped+len(pairs)+draining)})
 	}
 	return out
 }

@@ -254,7 +254,12 @@ func runDoctor(ctx context.Context, base string, m pairing.Mode, ds []doctorWork
 			notReady = append(notReady, doctor.KVEventsApproximate(w, k.State, k.Reason))
 		}
 	}
-	o := doctor.Options{Mode: m, Timeout: p.timeout}
+	o := doctor.Options{Mode: m, Timeout: p.timeout, Draining: map[string]bool{}}
+	for _, d := range ds {
+		if d.Status == string(worker.StatusDraining) {
+			o.Draining[d.ID] = true
+		}
+	}
 	if p.nixl {
 		o.ProbeNixl = probeNixl
 	}

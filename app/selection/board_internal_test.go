@@ -44,9 +44,9 @@ func selectOnce(t *testing.T, s *Selector) *view {
 
 // A view's load boards are built for a board-reading policy on first use and closed when the
 // view is replaced (an availability change, a fleet change), so replaced boards stop
-// following the workers' loads.
+// following the workers' loads. Not parallel: other tests move the process-wide
+// availability epoch, which would replace the views under test at any time.
 func TestViewBoardsClosedWithTheirView(t *testing.T) {
-	t.Parallel()
 	s, st, ps := boardFleet(t, "cache_aware")
 	v1 := selectOnce(t, s)
 	b1, d1 := v1.candBoard.Load(), v1.decodeBoards[0].Load()
@@ -77,7 +77,6 @@ func TestViewBoardsClosedWithTheirView(t *testing.T) {
 
 // Policies that do not read boards cost no board.
 func TestViewBoardsOnlyForBoardPolicies(t *testing.T) {
-	t.Parallel()
 	s, _, _ := boardFleet(t, "round_robin")
 	v := selectOnce(t, s)
 	require.Nil(t, v.candBoard.Load())

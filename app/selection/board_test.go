@@ -15,9 +15,9 @@ import (
 // cache_aware through the selector reads the least-loaded worker from the view's load board:
 // loads held before the board existed, holds and releases of other requests, and a view
 // rebuilt after an availability change are all followed. Every prompt is new, so each pick
-// is cache_aware's min-load path.
+// is cache_aware's min-load path. Not parallel: other tests' status changes move the
+// process-wide availability epoch, and a rebuilt view's board orders equal loads afresh.
 func TestCacheAwareSelectionFollowsLoadsThroughViews(t *testing.T) {
-	t.Parallel()
 	st := &fakeStore{}
 	var ps, ds []*worker.Live
 	for i := range 4 {
@@ -36,40 +36,49 @@ func TestCacheAwareSelectionFollowsLoadsThroughViews(t *testing.T) {
 		return p, d, release
 	}
 	// Other requests in flight before the first selection built the boards.
-	for i, k := range []int{2, 1, 0, 3} {
-		for range k {
-			ps[i].Hold()
-			ds[3-i].Hold()
+	hold := func(ws []*worker.Live, loads []int, sign int) {
+		for i, k := range loads {
+			for range k {
+				if sign > 0 {
+					ws[i].Hold()
+				} else {
+					ws[i].Unhold()
+				}
+			}
 		}
 	}
+	pLoads, dLoads := []int{3, 1, 0, 4}, []int{4, 0, 1, 3}
+	hold(ps, pLoads, 1)
+	hold(ds, dLoads, 1)
 	p, d, rel1 := pick()
 	require.Equal(t, ps[2], p)
 	require.Equal(t, ds[1], d)
 
-	// ps[2] and ds[1] now carry one request each; ps[1] and ds[2] too, held longer.
+	// The picks hold one request each; one more request lands on each outside selection:
+	// the boards follow both, so the next least loaded are ps[1] and ds[2].
+	ps[2].Hold()
+	ds[1].Hold()
 	p, d, rel2 := pick()
 	require.Equal(t, ps[1], p)
 	require.Equal(t, ds[2], d)
 	rel2()
 
-	// A new view (ps[1] and ds[2] out): the board of the new view reads the loads again.
+	// A new view (ps[1] and ds[2] out): its boards read the loads again.
 	st.SetStatus(ps[1], worker.StatusNotReady)
 	st.SetStatus(ds[2], worker.StatusNotReady)
 	rel1()
 	p, d, rel3 := pick()
-	require.Equal(t, ps[2], p, "back to no load: the least loaded")
+	require.Equal(t, ps[2], p, "one request left on it: the least loaded")
 	require.Equal(t, ds[1], d)
 	rel3()
+	ps[2].Unhold()
+	ds[1].Unhold()
 
 	// Everything released and back: the picks spread over the idle workers in turn.
 	st.SetStatus(ps[1], worker.StatusReady)
 	st.SetStatus(ds[2], worker.StatusReady)
-	for i, k := range []int{2, 1, 0, 3} {
-		for range k {
-			ps[i].Unhold()
-			ds[3-i].Unhold()
-		}
-	}
+	hold(ps, pLoads, -1)
+	hold(ds, dLoads, -1)
 	seen := map[*worker.Live]int{}
 	for range 8 {
 		p, d, release := pick()

@@ -58,7 +58,7 @@ func (p *CacheAware) SelectBoard(c []*worker.Live, b *worker.LoadBoard, req *Req
 func leastLoadedTenantOn(t *radixTree, n *node, c []*worker.Live, b *worker.LoadBoard) (best int, load int64) {
 	best, ties := -1, 0
 	for _, s := range n.tenants {
-		i := b.Index(t.names[s.tenant])
+		i := t.slot(b, s.tenant)
 		if i < 0 {
 			continue
 		}

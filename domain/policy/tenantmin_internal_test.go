@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smg-go/smg/domain/worker"
 )
 
 // leastLoadedTenant picks the least-loaded candidate among the tenants recorded at the
@@ -61,4 +63,63 @@ func BenchmarkLeastLoadedTenant(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLeastLoadedTenantOn is BenchmarkLeastLoadedTenant on the load-board path
+// (SelectBoard): the same worst case, every candidate a tenant of the matched node.
+func BenchmarkLeastLoadedTenantOn(b *testing.B) {
+	for _, n := range []int{2, 64, 512, 4096} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			tr := newRadixTree()
+			ws := make([]*worker.Live, n)
+			for i := range n {
+				ws[i] = worker.NewLive(worker.Worker{URL: fmt.Sprintf("http://127.0.0.1:%d", 10000+i)}, worker.StatusReady)
+				for range i % 7 {
+					ws[i].Hold()
+				}
+				tr.insert("You are a helpful assistant. Hello", tr.tenantID(ws[i].URL))
+			}
+			board := worker.NewLoadBoard(ws)
+			_, node := tr.match("You are a helpful assistant. Hello")
+			for b.Loop() {
+				leastLoadedTenantOn(tr, node, ws, board)
+			}
+		})
+	}
+}
+
+// leastLoadedTenantOn reads each tenant's candidate index from a per-board slot cache: a
+// freed tenant id taken by another worker, and another board, are looked up afresh.
+func TestLeastLoadedTenantOnFollowsIDReuseAndBoards(t *testing.T) {
+	t.Parallel()
+	const prompt = "You are a helpful assistant. Hello"
+	live := func(url string, load int) *worker.Live {
+		l := worker.NewLive(worker.Worker{URL: url}, worker.StatusReady)
+		for range load {
+			l.Hold()
+		}
+		return l
+	}
+	a, b, c := live("http://127.0.0.1:9001", 0), live("http://127.0.0.1:9002", 5), live("http://127.0.0.1:9003", 0)
+	tr := newRadixTree()
+	tr.insert(prompt, tr.tenantID(a.URL))
+	tr.insert(prompt, tr.tenantID(b.URL))
+	cands := []*worker.Live{b, c}
+	board := worker.NewLoadBoard(cands)
+	_, n := tr.match(prompt)
+	best, load := leastLoadedTenantOn(tr, n, cands, board)
+	require.Equal(t, 0, best, "a is no candidate; b is the only listed tenant")
+	require.Equal(t, int64(5), load)
+
+	idA := tr.ids[a.URL]
+	tr.removeTenant(a.URL)
+	require.Equal(t, idA, tr.tenantID(c.URL), "c takes a's freed id")
+	tr.insert(prompt, tr.ids[c.URL])
+	_, n = tr.match(prompt)
+	best, _ = leastLoadedTenantOn(tr, n, cands, board)
+	require.Equal(t, 1, best, "c (load 0) is found under the reused id")
+
+	other := []*worker.Live{c, b}
+	best, _ = leastLoadedTenantOn(tr, n, other, worker.NewLoadBoard(other))
+	require.Equal(t, 0, best, "another board's indexes")
 }

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"container/heap"
 	"context"
 	"log/slog"
 	"net/http"
@@ -28,8 +29,10 @@ type ProbeFunc func(ctx context.Context, w *worker.Live) error
 // grpc:// worker whose runtime's service the gateway does not speak (trtllm, mlx) is not
 // probed either.
 //
-// One goroutine runs per probed worker; all of them end on Stop or when the worker is
-// removed from the store.
+// One scheduler goroutine keeps every probed worker in a queue ordered by its next probe
+// time and starts each due probe on a goroutine of its own, at most probeConcurrency at once;
+// an idle Checker runs that one goroutine whatever the fleet's size. Removing a worker from
+// the store cancels its in-flight probe and its schedule; Stop ends everything.
 type Checker struct {
 	store  ports.WorkerStore
 	cfg    config.Config
@@ -44,7 +47,11 @@ type Checker struct {
 	stopped bool
 	ctx     context.Context
 	cancel  context.CancelFunc
-	loops   map[*worker.Live]context.CancelFunc
+	targets map[*worker.Live]*target // every worker probed or once probed (failed stays)
+	due     dueHeap                  // the targets waiting for their next probe
+	wake    chan struct{}            // the earliest due time may have changed
+	slots   chan struct{}            // one token per probe in flight
+	pool    int                      // probes in flight at most (probeConcurrency)
 	wg      sync.WaitGroup
 
 	hold  atomic.Pointer[func(*worker.Live) bool]
@@ -69,7 +76,8 @@ func (c *Checker) HoldPending(hold func(w *worker.Live) bool) {
 // New builds a Checker. client nil = a private client (its own transport); m nil = no metrics;
 // logger nil = slog.Default(). Nothing runs until Start.
 func New(store ports.WorkerStore, cfg config.Config, client *http.Client, m ports.HealthMetrics, logger *slog.Logger) *Checker {
-	c := &Checker{store: store, cfg: cfg, client: client, m: m, log: logger, loops: map[*worker.Live]context.CancelFunc{}}
+	c := &Checker{store: store, cfg: cfg, client: client, m: m, log: logger,
+		targets: map[*worker.Live]*target{}, wake: make(chan struct{}, 1), pool: probeConcurrency}
 	if c.client == nil {
 		c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		c.own = true
@@ -122,16 +130,20 @@ type params struct {
 	GRPC    ports.GRPCEngines   `optional:"true"`
 }
 
-// Start subscribes to store changes and starts a probe loop for every registered worker. It
-// returns at once; it is a no-op with cfg.DisableHealthCheck or when already started.
+// Start subscribes to store changes, starts the scheduler and schedules an immediate probe
+// of every registered worker. It returns at once; it is a no-op with cfg.DisableHealthCheck,
+// when already started, or after Stop.
 func (c *Checker) Start(context.Context) error {
 	c.mu.Lock()
-	if c.started || c.cfg.DisableHealthCheck {
+	if c.started || c.stopped || c.cfg.DisableHealthCheck {
 		c.mu.Unlock()
 		return nil
 	}
 	c.started = true
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.slots = make(chan struct{}, max(c.pool, 1))
+	c.wg.Add(1)
+	go c.schedule(c.ctx)
 	c.mu.Unlock()
 
 	c.store.Subscribe(c.onEvent)
@@ -141,7 +153,7 @@ func (c *Checker) Start(context.Context) error {
 	return nil
 }
 
-// Stop ends every probe loop and waits for them, at most until ctx is done (then it returns
+// Stop ends the scheduler, cancels the probes in flight and waits for them, at most until ctx is done (then it returns
 // ctx's error). Safe to call more than once, and without Start.
 func (c *Checker) Stop(ctx context.Context) error {
 	c.mu.Lock()
@@ -170,14 +182,21 @@ func (c *Checker) onEvent(ev ports.WorkerEvent) {
 		c.startLoop(ev.Worker)
 	case ports.EventRemoved:
 		c.mu.Lock()
-		if cancel, ok := c.loops[ev.Worker]; ok {
-			cancel()
-			delete(c.loops, ev.Worker)
+		if tg, ok := c.targets[ev.Worker]; ok {
+			delete(c.targets, ev.Worker)
+			tg.gone = true
+			if tg.index >= 0 {
+				heap.Remove(&c.due, tg.index)
+			}
+			if tg.cancel != nil {
+				tg.cancel()
+			}
 		}
 		c.mu.Unlock()
 	}
 }
 
+// startLoop schedules w's first probe now, unless w is not to be probed or already known.
 func (c *Checker) startLoop(w *worker.Live) {
 	if w == nil || w.Health.Disable {
 		return
@@ -190,47 +209,23 @@ func (c *Checker) startLoop(w *worker.Live) {
 	if !c.started || c.stopped {
 		return
 	}
-	if _, ok := c.loops[w]; ok {
+	if _, ok := c.targets[w]; ok {
 		return
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.loops[w] = cancel
-	probe := c.probe
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.run(ctx, w, probe)
-	}()
-}
-
-// run is one worker's probe loop.
-func (c *Checker) run(ctx context.Context, w *worker.Live, probe ProbeFunc) {
-	interval := pick(w.Health.Interval, c.cfg.HealthCheckInterval, 60*time.Second)
-	t := Thresholds{
-		Success: pickInt(w.Health.SuccessThreshold, c.cfg.HealthSuccessThreshold),
-		Failure: pickInt(w.Health.FailureThreshold, c.cfg.HealthFailureThreshold),
+	tg := &target{
+		w:        w,
+		probe:    c.probe,
+		interval: pick(w.Health.Interval, c.cfg.HealthCheckInterval, 60*time.Second),
+		t: Thresholds{
+			Success: pickInt(w.Health.SuccessThreshold, c.cfg.HealthSuccessThreshold),
+			Failure: pickInt(w.Health.FailureThreshold, c.cfg.HealthFailureThreshold),
+		},
+		next:  time.Now(),
+		index: -1,
 	}
-	var counters Counters
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		if w.Status() == worker.StatusFailed {
-			return
-		}
-		if w.Status() != worker.StatusDraining {
-			err := probe(ctx, w)
-			if ctx.Err() != nil {
-				return // stopped or removed mid-probe: the result means nothing
-			}
-			counters = c.apply(w, err, counters, t)
-		}
-		timer.Reset(interval)
-	}
+	c.targets[w] = tg
+	heap.Push(&c.due, tg)
+	c.wakeLocked()
 }
 
 // apply records one probe result and writes a changed status.

@@ -1,5 +1,6 @@
-// Package health runs the periodic worker health checks (smg-spec.md §3.5): one probe loop
-// per registered worker, a per-worker state machine over consecutive successes and failures,
+// Package health runs the periodic worker health checks (smg-spec.md §3.5): one schedule
+// for every registered worker (a single timer-driven scheduler and a bounded set of probes
+// in flight), a per-worker state machine over consecutive successes and failures,
 // and the resulting status written through ports.WorkerStore.SetStatus.
 package health
 

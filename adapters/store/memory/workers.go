@@ -4,6 +4,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.uber.org/fx"
@@ -14,7 +15,10 @@ import (
 
 // Workers is the in-memory ports.WorkerStore. Reads (List, ByRole, Get, GetByURL) take a
 // read lock; ByRole returns a copy-on-write snapshot, so the per-request path allocates
-// nothing. Changes are serialized and subscribers are called synchronously, in change order,
+// nothing. A role's list is copied only when a change would alter elements a reader may
+// hold: an Add appends in place, and a Replace or Remove edits in place while no reader has
+// taken the list since it was last copied, so registering a fleet without traffic costs
+// O(1) allocations per worker instead of a copy of the role's list. Changes are serialized and subscribers are called synchronously, in change order,
 // after the store's lock is released: a subscriber may read the store but must not change
 // it from inside the callback (that would deadlock); hand such work to a goroutine.
 type Workers struct {
@@ -25,8 +29,8 @@ type Workers struct {
 	mu     sync.RWMutex
 	byID   map[string]*worker.Live
 	byURL  map[string]*worker.Live
-	order  []*worker.Live
-	byRole map[worker.Role][]*worker.Live // snapshots, replaced (never mutated) on change
+	order  []*worker.Live // registration order; never handed out (List copies it)
+	byRole map[worker.Role]*roleList
 	subs   []func(ports.WorkerEvent)
 }
 
@@ -37,7 +41,7 @@ func NewWorkers() *Workers {
 	return &Workers{
 		byID:   map[string]*worker.Live{},
 		byURL:  map[string]*worker.Live{},
-		byRole: map[worker.Role][]*worker.Live{},
+		byRole: map[worker.Role]*roleList{},
 	}
 }
 
@@ -73,7 +77,7 @@ func (s *Workers) Add(w *worker.Live) error {
 	s.byID[w.ID] = w
 	s.byURL[w.URL] = w
 	s.order = append(s.order, w)
-	s.rebuildRole(w.Role)
+	s.role(w.Role).add(w)
 	subs := s.subs
 	s.mu.Unlock()
 
@@ -94,14 +98,10 @@ func (s *Workers) Remove(id string) (*worker.Live, error) {
 	}
 	delete(s.byID, id)
 	delete(s.byURL, w.URL)
-	order := make([]*worker.Live, 0, len(s.order))
-	for _, x := range s.order {
-		if x != w {
-			order = append(order, x)
-		}
+	if i := slices.Index(s.order, w); i >= 0 {
+		s.order = slices.Delete(s.order, i, i+1)
 	}
-	s.order = order
-	s.rebuildRole(w.Role)
+	s.role(w.Role).remove(w)
 	subs := s.subs
 	s.mu.Unlock()
 
@@ -127,16 +127,13 @@ func (s *Workers) Replace(old, nw *worker.Live) error {
 	}
 	s.byID[nw.ID] = nw
 	s.byURL[nw.URL] = nw
-	order := make([]*worker.Live, len(s.order))
-	for i, x := range s.order {
-		if x == old {
-			x = nw
-		}
-		order[i] = x
+	if i := slices.Index(s.order, old); i >= 0 {
+		s.order[i] = nw
 	}
-	s.order = order
-	s.rebuildRole(old.Role)
-	if nw.Role != old.Role {
+	if nw.Role == old.Role {
+		s.role(old.Role).replace(old, nw)
+	} else {
+		s.rebuildRole(old.Role)
 		s.rebuildRole(nw.Role)
 	}
 	subs := s.subs
@@ -182,7 +179,7 @@ func (s *Workers) List() []*worker.Live {
 func (s *Workers) ByRole(r worker.Role) []*worker.Live {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.byRole[r]
+	return s.byRole[r].snapshot()
 }
 
 // Subscribe registers fn; it is called after every later Add, Remove and status change.
@@ -221,15 +218,26 @@ func (s *Workers) SetStatus(l *worker.Live, st worker.Status) {
 	}
 }
 
-// rebuildRole replaces the snapshot for role r. Callers hold s.mu for writing.
+// role returns the list of role r, made on first use. Callers hold s.mu for writing.
+func (s *Workers) role(r worker.Role) *roleList {
+	l := s.byRole[r]
+	if l == nil {
+		l = &roleList{}
+		s.byRole[r] = l
+	}
+	return l
+}
+
+// rebuildRole replaces the list of role r by a fresh one read from the registration order.
+// Callers hold s.mu for writing.
 func (s *Workers) rebuildRole(r worker.Role) {
-	var snap []*worker.Live
+	var list []*worker.Live
 	for _, x := range s.order {
 		if x.Role == r {
-			snap = append(snap, x)
+			list = append(list, x)
 		}
 	}
-	s.byRole[r] = snap
+	s.byRole[r] = &roleList{list: list}
 }
 
 func emit(subs []func(ports.WorkerEvent), ev ports.WorkerEvent) {

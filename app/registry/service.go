@@ -54,8 +54,8 @@ type Service struct {
 	hosts  hostPolicy // --worker-allowed-hosts and the blocked metadata addresses
 	probes probeSlots // --registration-probe-concurrency
 
-	mu     sync.Mutex // serializes registry changes to the store
-	jobs   map[string]context.CancelFunc
+	mu     sync.Mutex             // serializes registry changes to the store
+	jobs   map[string]*activation // the activations in progress, by worker id
 	ctx    context.Context
 	cancel context.CancelFunc
 	closed bool
@@ -78,7 +78,7 @@ type Service struct {
 // New builds a Service. client nil = a private client; logger nil = slog.Default().
 // Background work (activation probes, drains) runs until Close.
 func New(store ports.WorkerStore, cfg config.Config, client *http.Client, logger *slog.Logger) *Service {
-	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]context.CancelFunc{},
+	s := &Service{store: store, cfg: cfg, client: client, log: logger, jobs: map[string]*activation{},
 		private: map[string]bool{}}
 	s.file.set = declared{name: "--workers-file", adopt: true}
 	s.disc = declared{name: "service discovery", private: true}
@@ -243,10 +243,13 @@ func (s *Service) addLocked(ctx context.Context, spec Spec, w worker.Worker, id 
 	}
 	if activatable {
 		ctx, cancel := context.WithCancel(s.ctx)
-		s.jobs[w.ID] = cancel
+		job := &activation{cancel: cancel}
+		s.jobs[w.ID] = job
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer cancel() // releases ctx from s.ctx once the activation is over
+			defer s.endActivation(l.ID, job)
 			s.activate(ctx, l, healthOff)
 		}()
 	}
@@ -263,11 +266,6 @@ func alreadyExists(url, id string) *errs.Error {
 // activate waits for the worker's first successful probe, detects it and stores the
 // detected worker as ready in place of l.
 func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.jobs, l.ID)
-		s.mu.Unlock()
-	}()
 	timeout := l.Health.Timeout
 	if timeout <= 0 {
 		timeout = s.cfg.HealthCheckTimeout
@@ -316,6 +314,19 @@ func (s *Service) activate(ctx context.Context, l *worker.Live, healthOff bool) 
 		return
 	}
 	s.swapIn(l, detected, false)
+}
+
+// activation is one worker's activation in progress (activate); cancel ends it.
+type activation struct{ cancel context.CancelFunc }
+
+// endActivation forgets job, unless the worker's id already has another activation (the
+// worker was removed and its id registered again meanwhile).
+func (s *Service) endActivation(id string, job *activation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.jobs[id] == job {
+		delete(s.jobs, id)
+	}
 }
 
 // swapIn stores detected as the ready worker in place of l, unless l was removed or failed
@@ -430,8 +441,8 @@ func (s *Service) removeLocked(l *worker.Live) {
 // drain settle time, else after marking it draining for that time. Callers hold s.mu.
 func (s *Service) removeOneLocked(l *worker.Live) {
 	id := l.ID
-	if cancel, ok := s.jobs[id]; ok {
-		cancel()
+	if job, ok := s.jobs[id]; ok {
+		job.cancel()
 		delete(s.jobs, id)
 	}
 	settle := s.cfg.DrainSettle

@@ -302,8 +302,8 @@ func (s *Service) reseedLocked(ctx context.Context, v int64) (int64, []ports.Fle
 // without draining. Callers hold s.mu.
 func (s *Service) dropLocked(l *worker.Live) {
 	for _, l := range s.dpGroup(l) {
-		if cancel, ok := s.jobs[l.ID]; ok {
-			cancel()
+		if job, ok := s.jobs[l.ID]; ok {
+			job.cancel()
 			delete(s.jobs, l.ID)
 		}
 		if _, err := s.store.Remove(l.ID); err == nil {

@@ -12,6 +12,8 @@ import (
 
 func newScale() *cobra.Command {
 	c := load.ScaleConfig{BinDir: "bin", Concurrency: 32, Requests: 4000, Phase: 8 * time.Second, Warmup: 2 * time.Second}
+	var idle bool
+	var settle time.Duration
 	cmd := &cobra.Command{
 		Use:   "scale",
 		Short: "Gateway CPU per request as the registered fleet grows (2, 64, 512 workers per leg)",
@@ -19,13 +21,21 @@ func newScale() *cobra.Command {
 --instances N (zero latency) on 127.0.0.1, then per policy one smg gateway with every
 instance registered through POST /workers, and measures the gateway's CPU time per request
 under a closed loop (bounded by --requests and --phase). The table gives each size's figure
-relative to the smallest size of the same policy (target: within 1.15x at 512).`,
+relative to the smallest size of the same policy (target: within 1.15x at 512).
+
+With --idle it sends no traffic: per size and build (--rounds gateways each, one at a time)
+it registers the fleet, waits --settle after every worker is ready and reads the gateway's
+RSS, heap in use, stacks and goroutines from its /metrics (memory per registered worker).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			c.Out = out
 			fmt.Fprintf(out, "smg-bench scale: %d CPUs, %s; sizes %v per leg, policies %v, c=%d, phases of %s or %d requests\n",
 				runtime.NumCPU(), runtime.Version(), c.Sizes, c.Policies, c.Concurrency, c.Phase, c.Requests)
+			if idle {
+				_, err := load.RunScaleIdle(cmd.Context(), c, settle)
+				return err
+			}
 			_, err := load.RunScale(cmd.Context(), c)
 			return err
 		},
@@ -41,5 +51,7 @@ relative to the smallest size of the same policy (target: within 1.15x at 512).`
 	f.StringVar(&c.BaselineBin, "baseline-bin", "", "directory with another build's smg: every cell alternates phases between both gateways")
 	f.IntVar(&c.Rounds, "rounds", 1, "measured phases per gateway per cell (the median is reported)")
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra smg launch flag for every gateway (repeatable)")
+	f.BoolVar(&idle, "idle", false, "no traffic: read the gateway's memory with the fleet registered and ready")
+	f.DurationVar(&settle, "settle", 10*time.Second, "with --idle: wait after the fleet is ready before reading")
 	return cmd
 }

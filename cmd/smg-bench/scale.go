@@ -14,6 +14,7 @@ func newScale() *cobra.Command {
 	c := load.ScaleConfig{BinDir: "bin", Concurrency: 32, Requests: 4000, Phase: 8 * time.Second, Warmup: 2 * time.Second}
 	var idle bool
 	var settle time.Duration
+	var heapDir string
 	cmd := &cobra.Command{
 		Use:   "scale",
 		Short: "Gateway CPU per request as the registered fleet grows (2, 64, 512 workers per leg)",
@@ -24,8 +25,9 @@ under a closed loop (bounded by --requests and --phase). The table gives each si
 relative to the smallest size of the same policy (target: within 1.15x at 512).
 
 With --idle it sends no traffic: per size and build (--rounds gateways each, one at a time)
-it registers the fleet, waits --settle after every worker is ready and reads the gateway's
-RSS, heap in use, stacks and goroutines from its /metrics (memory per registered worker).`,
+it registers the fleet, waits --settle after every worker is ready, forces a garbage
+collection through the gateway's profiler (--pprof-addr on a free loopback port) and reads
+its RSS, heap in use, stacks and goroutines from /metrics (memory per registered worker).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -33,7 +35,7 @@ RSS, heap in use, stacks and goroutines from its /metrics (memory per registered
 			fmt.Fprintf(out, "smg-bench scale: %d CPUs, %s; sizes %v per leg, policies %v, c=%d, phases of %s or %d requests\n",
 				runtime.NumCPU(), runtime.Version(), c.Sizes, c.Policies, c.Concurrency, c.Phase, c.Requests)
 			if idle {
-				_, err := load.RunScaleIdle(cmd.Context(), c, settle)
+				_, err := load.RunScaleIdle(cmd.Context(), c, settle, heapDir)
 				return err
 			}
 			_, err := load.RunScale(cmd.Context(), c)
@@ -53,5 +55,6 @@ RSS, heap in use, stacks and goroutines from its /metrics (memory per registered
 	f.StringArrayVar(&c.GatewayArgs, "gateway-arg", nil, "extra smg launch flag for every gateway (repeatable)")
 	f.BoolVar(&idle, "idle", false, "no traffic: read the gateway's memory with the fleet registered and ready")
 	f.DurationVar(&settle, "settle", 10*time.Second, "with --idle: wait after the fleet is ready before reading")
+	f.StringVar(&heapDir, "heap-dir", "", "with --idle: save each gateway's heap profile (taken after a forced collection) here")
 	return cmd
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,10 +25,11 @@ type IdleMem struct {
 
 // RunScaleIdle measures, per fleet size in c.Sizes, the memory of a gateway (c.BinDir, and
 // c.BaselineBin when set, alternating) that has every instance of one prefill and one decode
-// smg-sim process registered and ready and serves no traffic: its /metrics are read settle
-// after the last worker turned ready. c.Rounds gateways per build and size (the first
+// smg-sim process registered and ready and serves no traffic: settle after the last worker
+// turned ready, a garbage collection is forced through the gateway's profiler
+// (/debug/pprof/heap?gc=1, saved to heapDir when not empty) and its /metrics are read. c.Rounds gateways per build and size (the first
 // policy of c.Policies, round_robin by default); one gateway runs at a time.
-func RunScaleIdle(ctx context.Context, c ScaleConfig, settle time.Duration) ([]IdleMem, error) {
+func RunScaleIdle(ctx context.Context, c ScaleConfig, settle time.Duration, heapDir string) ([]IdleMem, error) {
 	if c.BinDir == "" {
 		c.BinDir = "bin"
 	}
@@ -46,7 +51,7 @@ func RunScaleIdle(ctx context.Context, c ScaleConfig, settle time.Duration) ([]I
 	}
 	var out []IdleMem
 	for _, n := range c.Sizes {
-		rs, err := runIdleSize(ctx, c, builds, n, settle)
+		rs, err := runIdleSize(ctx, c, builds, n, settle, heapDir)
 		out = append(out, rs...)
 		if err != nil {
 			return out, fmt.Errorf("%d workers per leg: %w", n, err)
@@ -56,7 +61,7 @@ func RunScaleIdle(ctx context.Context, c ScaleConfig, settle time.Duration) ([]I
 	return out, nil
 }
 
-func runIdleSize(ctx context.Context, c ScaleConfig, builds []string, n int, settle time.Duration) ([]IdleMem, error) {
+func runIdleSize(ctx context.Context, c ScaleConfig, builds []string, n int, settle time.Duration, heapDir string) ([]IdleMem, error) {
 	var urls [2][]string
 	for i, role := range []string{sim.RolePrefill, sim.RoleDecode} {
 		p, ms, err := startProcessN("vllm "+role, filepath.Join(c.BinDir, "smg-sim"), []string{"--engine", sim.EngineVLLM,
@@ -73,7 +78,13 @@ func runIdleSize(ctx context.Context, c ScaleConfig, builds []string, n int, set
 	var out []IdleMem
 	for round := range max(c.Rounds, 1) {
 		for _, bin := range builds {
-			f, err := startScaleGateway(ctx, c, bin, c.Policies[0], urls[0], urls[1])
+			pprof, err := freeLoopbackAddr()
+			if err != nil {
+				return out, err
+			}
+			gc := c
+			gc.GatewayArgs = append(slices.Clone(c.GatewayArgs), "--pprof-addr="+pprof)
+			f, err := startScaleGateway(ctx, gc, bin, c.Policies[0], urls[0], urls[1])
 			if err != nil {
 				return out, err
 			}
@@ -81,7 +92,15 @@ func runIdleSize(ctx context.Context, c ScaleConfig, builds []string, n int, set
 			case <-time.After(settle):
 			case <-ctx.Done():
 			}
-			mem, err := ReadGatewayMem(ctx, f.admin, f.GatewayURL)
+			name := ""
+			if heapDir != "" {
+				name = filepath.Join(heapDir, fmt.Sprintf("heap-%s-%d-%d.pb.gz", filepath.Base(filepath.Dir(filepath.Clean(bin))), n, round+1))
+			}
+			err = collectHeap(ctx, f.admin, "http://"+pprof, name)
+			var mem GatewayMem
+			if err == nil {
+				mem, err = ReadGatewayMem(ctx, f.admin, f.GatewayURL)
+			}
 			f.Gateway.Stop(5 * time.Second)
 			if err != nil {
 				return out, err
@@ -105,3 +124,39 @@ func WriteScaleIdle(w io.Writer, rs []IdleMem) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// freeLoopbackAddr returns a 127.0.0.1 address with a port free at the time of the call.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// collectHeap fetches base/debug/pprof/heap?gc=1 (the profiler collects garbage first) and
+// saves it to file when file is not empty.
+func collectHeap(ctx context.Context, hc *http.Client, base, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("gateway heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("gateway heap profile: HTTP %d", resp.StatusCode)
+	}
+	if file == "" {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}

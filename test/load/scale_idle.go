@@ -94,7 +94,7 @@ func runIdleSize(ctx context.Context, c ScaleConfig, builds []string, n int, set
 			}
 			name := ""
 			if heapDir != "" {
-				name = filepath.Join(heapDir, fmt.Sprintf("heap-%s-%d-%d.pb.gz", filepath.Base(filepath.Dir(filepath.Clean(bin))), n, round+1))
+				name = filepath.Join(heapDir, fmt.Sprintf("heap-%s-%d-%d.pb.gz", buildName(bin), n, round+1))
 			}
 			err = collectHeap(ctx, f.admin, "http://"+pprof, name)
 			var mem GatewayMem
@@ -124,6 +124,14 @@ func WriteScaleIdle(w io.Writer, rs []IdleMem) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// buildName names a binary directory by its parent (/tmp/old/bin: "old").
+func buildName(bin string) string {
+	if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
+	}
+	return filepath.Base(filepath.Dir(bin))
+}
 
 // freeLoopbackAddr returns a 127.0.0.1 address with a port free at the time of the call.
 func freeLoopbackAddr() (string, error) {

@@ -153,8 +153,8 @@ func (c *Checker) Start(context.Context) error {
 	return nil
 }
 
-// Stop ends the scheduler, cancels the probes in flight and waits for them, at most until ctx is done (then it returns
-// ctx's error). Safe to call more than once, and without Start.
+// Stop ends the scheduler, cancels the probes in flight and waits for them, at most until
+// ctx is done (then it returns ctx's error). Safe to call more than once, and without Start.
 func (c *Checker) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopped = true

@@ -162,8 +162,8 @@ func (g *GRPC) session(ctx context.Context, bo interface{ Reset() }, replay bool
 		applied++
 		b := fromProto(pb)
 		g.have, g.last = true, seq
+		g.st.applied(seq, b.Timestamp, time.Now()) // counted first, as in the ZMQ feed
 		g.cfg.Sink.ApplyKVBatch(b)
-		g.st.applied(seq, b.Timestamp, time.Now())
 	}
 }
 

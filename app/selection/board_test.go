@@ -74,12 +74,13 @@ func TestCacheAwareSelectionFollowsLoadsThroughViews(t *testing.T) {
 	ps[2].Unhold()
 	ds[1].Unhold()
 
-	// Everything released and back: the picks spread over the idle workers in turn.
+	// Everything released and back: idle workers go to the fewest picks first, so after
+	// eight more picks every worker has had 2 or 3 (ps[2], ds[1]: two so far; ps[1], ds[2]: one).
 	st.SetStatus(ps[1], worker.StatusReady)
 	st.SetStatus(ds[2], worker.StatusReady)
 	hold(ps, pLoads, -1)
 	hold(ds, dLoads, -1)
-	seen := map[*worker.Live]int{}
+	seen := map[*worker.Live]int{ps[2]: 2, ds[1]: 2, ps[1]: 1, ds[2]: 1}
 	for range 8 {
 		p, d, release := pick()
 		seen[p]++
@@ -87,7 +88,7 @@ func TestCacheAwareSelectionFollowsLoadsThroughViews(t *testing.T) {
 		release()
 	}
 	for _, w := range append(ps, ds...) {
-		require.Equal(t, 2, seen[w], w.URL)
+		require.Contains(t, []int{2, 3}, seen[w], w.URL)
 	}
 }
 

@@ -35,29 +35,7 @@ type radixTree struct {
 	total     int              // characters (bytes) stored in the tree
 	marks     []bool           // id → scratch flag, all false between uses (leastLoadedTenant)
 
-	slotBoard *worker.LoadBoard // the load board slotOf indexes (leastLoadedTenantOn)
-	slotOf    []int32           // id → index in slotBoard's list, -1 not listed, slotUnknown
-}
-
-// slotUnknown marks a tenant id whose index in the slot board was not looked up yet.
-const slotUnknown = -2
-
-// slot returns the index of tenant id's worker in board b's list (-1 when it is not listed),
-// looked up by URL once per id and board: the selector hands the same board to every pick
-// of a view, so a pick reads an array instead of hashing each tenant's URL.
-func (t *radixTree) slot(b *worker.LoadBoard, id int32) int {
-	if t.slotBoard != b {
-		t.slotBoard, t.slotOf = b, t.slotOf[:0]
-	}
-	for int(id) >= len(t.slotOf) {
-		t.slotOf = append(t.slotOf, slotUnknown)
-	}
-	s := t.slotOf[id]
-	if s == slotUnknown {
-		s = int32(b.Index(t.names[id]))
-		t.slotOf[id] = s
-	}
-	return int(s)
+	boards map[*worker.LoadBoard]*boardSlots // the load boards picks were made on (board.go)
 }
 
 // scratchMarks returns the id-indexed scratch flags, one per tenant id ever assigned, all
@@ -182,6 +160,7 @@ func (t *radixTree) insert(text string, id int32) {
 	t.clock++
 	now := t.clock
 	t.processed[id]++
+	t.tieOnBoards(id)
 	n, i := &t.root, 0
 	for i < len(text) {
 		pos, c := n.child(text[i])
@@ -475,9 +454,7 @@ func (t *radixTree) removeTenant(url string) {
 	t.names[id] = ""
 	t.size[id] = 0
 	t.processed[id] = 0
-	if int(id) < len(t.slotOf) {
-		t.slotOf[id] = slotUnknown // the id may come back for another URL
-	}
+	t.forgetOnBoards(id)
 	t.free = append(t.free, id)
 }
 

@@ -80,9 +80,10 @@ func BenchmarkLeastLoadedTenantOn(b *testing.B) {
 				tr.insert("You are a helpful assistant. Hello", tr.tenantID(ws[i].URL))
 			}
 			board := worker.NewLoadBoard(ws)
+			bs := tr.useBoard(board, ws)
 			_, node := tr.match("You are a helpful assistant. Hello")
 			for b.Loop() {
-				leastLoadedTenantOn(tr, node, ws, board)
+				leastLoadedTenantOn(tr, node, ws, board, bs)
 			}
 		})
 	}
@@ -107,7 +108,7 @@ func TestLeastLoadedTenantOnFollowsIDReuseAndBoards(t *testing.T) {
 	cands := []*worker.Live{b, c}
 	board := worker.NewLoadBoard(cands)
 	_, n := tr.match(prompt)
-	best, load := leastLoadedTenantOn(tr, n, cands, board)
+	best, load := leastLoadedTenantOn(tr, n, cands, board, tr.useBoard(board, cands))
 	require.Equal(t, 0, best, "a is no candidate; b is the only listed tenant")
 	require.Equal(t, int64(5), load)
 
@@ -116,10 +117,35 @@ func TestLeastLoadedTenantOnFollowsIDReuseAndBoards(t *testing.T) {
 	require.Equal(t, idA, tr.tenantID(c.URL), "c takes a's freed id")
 	tr.insert(prompt, tr.ids[c.URL])
 	_, n = tr.match(prompt)
-	best, _ = leastLoadedTenantOn(tr, n, cands, board)
+	best, _ = leastLoadedTenantOn(tr, n, cands, board, tr.useBoard(board, cands))
 	require.Equal(t, 1, best, "c (load 0) is found under the reused id")
 
 	other := []*worker.Live{c, b}
-	best, _ = leastLoadedTenantOn(tr, n, other, worker.NewLoadBoard(other))
+	ob := worker.NewLoadBoard(other)
+	best, _ = leastLoadedTenantOn(tr, n, other, ob, tr.useBoard(ob, other))
 	require.Equal(t, 0, best, "another board's indexes")
+}
+
+// A board used by a tree orders idle workers by the tree's picks per worker, set when the
+// board is first used and kept as picks are made and tenants freed: what Select's scan finds.
+func TestBoardTiesFollowTheTreesPicks(t *testing.T) {
+	t.Parallel()
+	ws := make([]*worker.Live, 3)
+	for i := range ws {
+		ws[i] = worker.NewLive(worker.Worker{URL: fmt.Sprintf("http://127.0.0.1:%d", 9100+i)}, worker.StatusReady)
+	}
+	tr := newRadixTree()
+	tr.insert("a", tr.tenantID(ws[0].URL))
+	tr.insert("b", tr.tenantID(ws[0].URL))
+	tr.insert("c", tr.tenantID(ws[1].URL))
+	b := worker.NewLoadBoard(ws)
+	min := func() int { i, _, _ := b.Min(); return i }
+	require.Equal(t, 0, min(), "before the tree uses it: by index")
+	tr.useBoard(b, ws)
+	require.Equal(t, 2, min(), "no picks yet")
+	tr.insert("d", tr.tenantID(ws[2].URL))
+	tr.insert("e", tr.tenantID(ws[2].URL))
+	require.Equal(t, 1, min(), "one pick against two")
+	tr.removeTenant(ws[0].URL)
+	require.Equal(t, 0, min(), "a freed tenant's picks are back to 0")
 }

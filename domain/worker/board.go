@@ -5,17 +5,13 @@ import (
 	"weak"
 )
 
-// maxBoardLevel caps the load levels a LoadBoard keeps lists for: a worker with more
-// in-flight requests sits in the top list (its true load still counts in Sum). Only the
-// order among workers that all carry more than this many requests is lost.
-const maxBoardLevel = 1 << 16
-
 // LoadBoard keeps a fixed list of workers ordered by in-flight load (Live.Load), so that
 // the least-loaded worker and the sum of the loads are read in O(1) whatever the list's
-// length: each worker's Hold and Unhold move it between per-load lists in O(1), instead of
-// every selection reading every worker. Among workers with the same load, Min returns the
-// one that has had that load longest (a freshly built board: list order), so idle workers
-// are taken in turn.
+// length: each worker's Hold and Unhold move it in an indexed binary heap in O(log n),
+// instead of every selection reading every worker. Among workers with the same load, Min
+// returns the one with the smallest tie value (SetTie, 0 until set), then the lowest index:
+// a policy that sets its own tie-break (cache_aware: the picks it made per worker) gets
+// exactly the order it would get from reading every worker.
 //
 // A board is built for one candidate list (a selection view's prefills or one pairing
 // group's decodes) and answers for exactly that slice (For). It follows loads until Close,
@@ -27,14 +23,11 @@ type LoadBoard struct {
 
 	mu     sync.Mutex
 	closed bool
-	level  []int32 // entry → load level it is listed at
-	exact  []int64 // entry → load as last synced (level is it capped at maxBoardLevel)
-	prev   []int32 // entry → previous entry at its level, -1 at the head
-	next   []int32 // entry → next entry at its level, -1 at the tail
-	head   []int32 // level → first entry, -1 when empty
-	tail   []int32 // level → last entry
-	min    int32   // lowest non-empty level
-	sum    int64   // Σ loads as last synced
+	load   []int64  // entry → load as last synced
+	tie    []uint64 // entry → tie value (SetTie)
+	heap   []int32  // entries, a binary min-heap by (load, tie, entry)
+	pos    []int32  // entry → its index in heap
+	sum    int64    // Σ loads as last synced
 }
 
 // boardRef is one board a Live is listed on (weakly), and its entry there.
@@ -44,18 +37,16 @@ type boardRef struct {
 }
 
 // NewLoadBoard builds a board over ws (in that order; the board keeps the slice, so the
-// caller must not change it) and attaches it to each worker. O(len(ws)).
+// caller must not change it) and attaches it to each worker. O(len(ws) log len(ws)).
 func NewLoadBoard(ws []*Live) *LoadBoard {
 	n := len(ws)
 	b := &LoadBoard{
 		ws: ws, byURL: make(map[string]int32, n),
-		level: make([]int32, n), exact: make([]int64, n), prev: make([]int32, n), next: make([]int32, n),
-		head: []int32{-1}, tail: []int32{-1},
+		load: make([]int64, n), tie: make([]uint64, n), heap: make([]int32, n), pos: make([]int32, n),
 	}
 	for i, w := range ws {
 		b.byURL[w.URL] = int32(i)
-		b.prev[i], b.next[i] = -1, -1
-		b.push(int32(i), 0)
+		b.heap[i], b.pos[i] = int32(i), int32(i) // all at load 0, tie 0: ordered by entry
 	}
 	wp := weak.Make(b)
 	for i, w := range ws {
@@ -75,15 +66,27 @@ func (b *LoadBoard) For(c []*Live) bool {
 	return b != nil && len(c) == len(b.ws) && (len(c) == 0 || &c[0] == &b.ws[0])
 }
 
-// Min returns the index of the least-loaded worker (ties: the longest at that load) and the
-// sum of all loads, in O(1). ok is false for an empty or closed board.
+// Min returns the index of the least-loaded worker (ties: the smallest tie value, then the
+// lowest index) and the sum of all loads, in O(1). ok is false for an empty or closed board.
 func (b *LoadBoard) Min() (i int, sum int64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed || len(b.ws) == 0 {
 		return -1, 0, false
 	}
-	return int(b.head[b.min]), b.sum, true
+	return int(b.heap[0]), b.sum, true
+}
+
+// SetTie sets the tie value of the worker at index i (smaller goes first among equal
+// loads), in O(log n). An index out of range is ignored.
+func (b *LoadBoard) SetTie(i int, v uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || i < 0 || i >= len(b.ws) || b.tie[i] == v {
+		return
+	}
+	b.tie[i] = v
+	b.fix(b.pos[i])
 }
 
 // Index returns the index of the worker with url, or -1.
@@ -92,6 +95,13 @@ func (b *LoadBoard) Index(url string) int {
 		return int(i)
 	}
 	return -1
+}
+
+// Closed reports whether Close was called.
+func (b *LoadBoard) Closed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
 }
 
 // Close stops the board following loads and detaches it from its workers; Min reports
@@ -119,57 +129,58 @@ func (b *LoadBoard) sync(i int32) {
 		return
 	}
 	load := max(b.ws[i].Load(), 0)
-	nl := int32(min(load, maxBoardLevel))
-	ol := b.level[i]
-	b.sum += load - b.exact[i]
-	b.exact[i] = load
-	if nl == ol {
+	if load == b.load[i] {
 		return
 	}
-	b.unlink(i)
-	b.push(i, nl)
-	switch {
-	case nl < b.min:
-		b.min = nl
-	case ol == b.min && b.head[ol] < 0:
-		for l := ol + 1; l <= nl; l++ {
-			if b.head[l] >= 0 {
-				b.min = l
-				break
-			}
+	b.sum += load - b.load[i]
+	b.load[i] = load
+	b.fix(b.pos[i])
+}
+
+// less orders entries by (load, tie, entry).
+func (b *LoadBoard) less(x, y int32) bool {
+	if b.load[x] != b.load[y] {
+		return b.load[x] < b.load[y]
+	}
+	if b.tie[x] != b.tie[y] {
+		return b.tie[x] < b.tie[y]
+	}
+	return x < y
+}
+
+// fix restores the heap order around heap index k after its entry's key changed.
+func (b *LoadBoard) fix(k int32) {
+	h := b.heap
+	for k > 0 { // up
+		p := (k - 1) / 2
+		if !b.less(h[k], h[p]) {
+			break
 		}
+		b.swap(k, p)
+		k = p
+	}
+	n := int32(len(h))
+	for { // down
+		l := 2*k + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && b.less(h[r], h[l]) {
+			m = r
+		}
+		if !b.less(h[m], h[k]) {
+			return
+		}
+		b.swap(k, m)
+		k = m
 	}
 }
 
-// push appends entry i at level l's tail and records its level.
-func (b *LoadBoard) push(i, l int32) {
-	for int(l) >= len(b.head) {
-		b.head, b.tail = append(b.head, -1), append(b.tail, -1)
-	}
-	b.level[i] = l
-	b.prev[i], b.next[i] = b.tail[l], -1
-	if t := b.tail[l]; t >= 0 {
-		b.next[t] = i
-	} else {
-		b.head[l] = i
-	}
-	b.tail[l] = i
-}
-
-// unlink removes entry i from its level's list.
-func (b *LoadBoard) unlink(i int32) {
-	l, p, n := b.level[i], b.prev[i], b.next[i]
-	if p >= 0 {
-		b.next[p] = n
-	} else {
-		b.head[l] = n
-	}
-	if n >= 0 {
-		b.prev[n] = p
-	} else {
-		b.tail[l] = p
-	}
-	b.prev[i], b.next[i] = -1, -1
+func (b *LoadBoard) swap(x, y int32) {
+	h := b.heap
+	h[x], h[y] = h[y], h[x]
+	b.pos[h[x]], b.pos[h[y]] = x, y
 }
 
 // attach lists the worker on a board (copy on write: Hold reads the list without a lock),

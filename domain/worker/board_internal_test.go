@@ -25,58 +25,77 @@ func boardsOf(l *Live) int {
 	return 0
 }
 
-// requireMatchesLoads checks b against a scan of the workers' loads: Min names a worker
-// with the lowest load and Sum is their total.
-func requireMatchesLoads(t *testing.T, b *LoadBoard, ws []*Live) {
+// requireMatchesLoads checks b against a scan of the workers' loads: Min names the worker
+// a scan by (load, tie, index) finds (ties: the tie values set, nil for none), and Sum is
+// their total.
+func requireMatchesLoads(t *testing.T, b *LoadBoard, ws []*Live, ties []uint64) {
 	t.Helper()
 	i, sum, ok := b.Min()
 	require.True(t, ok)
-	lowest, total := ws[0].Load(), int64(0)
-	for _, w := range ws {
-		lowest = min(lowest, w.Load())
-		total += w.Load()
+	want, total := 0, int64(0)
+	tie := func(k int) uint64 {
+		if ties == nil {
+			return 0
+		}
+		return ties[k]
 	}
-	require.Equal(t, lowest, ws[i].Load(), "Min is a least-loaded worker")
+	for k, w := range ws {
+		total += w.Load()
+		if l, wl := w.Load(), ws[want].Load(); l < wl || (l == wl && tie(k) < tie(want)) {
+			want = k
+		}
+	}
+	require.Equal(t, want, i, "Min is the first by (load, tie, index)")
 	require.Equal(t, total, sum)
 }
 
-func TestLoadBoardFollowsHoldsAndUnholds(t *testing.T) {
+func TestLoadBoardFollowsHoldsUnholdsAndTies(t *testing.T) {
 	ws := boardWorkers(37)
 	ws[3].Hold() // loads from before the board are read at build
 	b := NewLoadBoard(ws)
-	requireMatchesLoads(t, b, ws)
+	requireMatchesLoads(t, b, ws, nil)
+	ties := make([]uint64, len(ws))
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
-		w := ws[r.IntN(len(ws))]
-		if w.Load() > 0 && r.IntN(2) == 0 {
+		k := r.IntN(len(ws))
+		switch w := ws[k]; {
+		case r.IntN(4) == 0:
+			ties[k] = uint64(r.IntN(5))
+			b.SetTie(k, ties[k])
+		case w.Load() > 0 && r.IntN(2) == 0:
 			w.Unhold()
-		} else {
+		default:
 			w.Hold()
 		}
-		requireMatchesLoads(t, b, ws)
+		requireMatchesLoads(t, b, ws, ties)
 	}
 }
 
+// With the picks made per worker as the tie value, idle workers are taken in turn.
 func TestLoadBoardTakesIdleWorkersInTurn(t *testing.T) {
 	ws := boardWorkers(4)
 	b := NewLoadBoard(ws)
+	picks := make([]uint64, len(ws))
 	var got []int
 	for range 8 {
 		i, _, ok := b.Min()
 		require.True(t, ok)
 		got = append(got, i)
 		ws[i].Hold() // picked: one request in flight...
-		ws[i].Unhold()
+		picks[i]++
+		b.SetTie(i, picks[i])
+		ws[i].Unhold() // ...done at once
 	}
-	// ...done at once: it goes to the back of the idle ones.
 	require.Equal(t, []int{0, 1, 2, 3, 0, 1, 2, 3}, got)
 
 	ws[1].Hold()
 	ws[0].Hold()
 	ws[0].Hold()
 	i, sum, _ := b.Min()
-	require.Contains(t, []int{2, 3}, i)
+	require.Equal(t, 2, i, "2 and 3 are idle with two picks each: the lower index")
 	require.Equal(t, int64(3), sum)
+	b.SetTie(-1, 9) // ignored
+	b.SetTie(4, 9)
 }
 
 func TestLoadBoardForIsTheBuiltSlice(t *testing.T) {
@@ -95,14 +114,16 @@ func TestLoadBoardCloseDetaches(t *testing.T) {
 	ws := boardWorkers(3)
 	b1, b2 := NewLoadBoard(ws), NewLoadBoard(ws[:2])
 	require.Equal(t, 2, boardsOf(ws[0]))
+	require.False(t, b1.Closed())
 	b1.Close()
 	b1.Close()
+	require.True(t, b1.Closed())
 	_, _, ok := b1.Min()
 	require.False(t, ok)
 	require.Equal(t, 1, boardsOf(ws[0]))
 	require.Equal(t, 0, boardsOf(ws[2]))
 	ws[0].Hold()
-	requireMatchesLoads(t, b2, ws[:2])
+	requireMatchesLoads(t, b2, ws[:2], nil)
 	b2.Close()
 	require.Equal(t, 0, boardsOf(ws[0]))
 	_, _, ok = NewLoadBoard(nil).Min()
@@ -119,7 +140,7 @@ func TestLoadBoardDroppedIsPrunedAfterCollection(t *testing.T) {
 	ws[0].Hold() // a collected board costs nothing on the hold path
 	kept := NewLoadBoard(ws)
 	require.Equal(t, 1, boardsOf(ws[0]), "attaching drops the collected board")
-	requireMatchesLoads(t, kept, ws)
+	requireMatchesLoads(t, kept, ws, nil)
 }
 
 // Holds and unholds race with boards being built and closed; once they stop, every board
@@ -152,20 +173,8 @@ func TestLoadBoardConsistentUnderConcurrentBuilds(t *testing.T) {
 	}
 	wg.Wait()
 	for _, b := range open {
-		requireMatchesLoads(t, b, ws)
+		requireMatchesLoads(t, b, ws, nil)
 	}
-}
-
-func TestLoadBoardLevelsAreCapped(t *testing.T) {
-	ws := boardWorkers(2)
-	b := NewLoadBoard(ws)
-	for range maxBoardLevel + 10 {
-		ws[0].Hold()
-	}
-	i, sum, _ := b.Min()
-	require.Equal(t, 1, i)
-	require.Equal(t, int64(maxBoardLevel+10), sum, "the sum counts the true load")
-	require.Len(t, b.head, maxBoardLevel+1)
 }
 
 // BenchmarkHoldUnhold is one Hold and Unhold of a worker listed on 0, 1 or 2 load boards:

@@ -23,8 +23,8 @@ import (
 //  4. Insert the whole text for the chosen worker.
 //
 // The pair selector calls SelectBoard instead, with a worker.LoadBoard of the candidates: the
-// same steps in O(tenants of the matched node) rather than O(candidates), ties at the
-// minimum load going to the worker that has had that load longest.
+// same steps and decisions in O(log candidates + tenants of the matched node) rather than
+// O(candidates).
 //
 // Sizes are UTF-8 bytes ("chars" in the flags and smg_cache_tree_chars). The tree key is the
 // request's model when the first candidate lists it explicitly, else "unknown", so the number

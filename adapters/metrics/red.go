@@ -126,6 +126,10 @@ func (r *RED) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// errorCodeHeader is wire.HeaderErrorCode in canonical form: http.Header.Get canonicalizes
+// its argument, which allocates for "X-SMG-Error-Code" on every request.
+var errorCodeHeader = http.CanonicalHeaderKey(wire.HeaderErrorCode)
+
 // ObserveResponse records one finished request (a telemetry.ResponseObserver, called by the
 // access log after the response ended): smg_http_requests_total,
 // smg_http_request_duration_seconds and smg_http_responses_total under req's method, the
@@ -136,14 +140,31 @@ func (r *RED) ObserveResponse(req *http.Request, s ports.RequestInfoSnapshot, re
 	if path == "" {
 		path = PathUnmatched
 	}
-	errCode := res.Header.Get(wire.HeaderErrorCode)
-	status := strconv.Itoa(res.Status)
+	errCode := res.Header.Get(errorCodeHeader)
+	status := statusLabel(res.Status)
 	r.httpRequests.WithLabelValues(req.Method, path).Inc()
 	r.httpDuration.WithLabelValues(req.Method, path).Observe(res.Duration.Seconds())
 	r.httpResponses.WithLabelValues(path, status, errCode).Inc()
 	if s.Endpoint != "" {
 		r.observeRouter(s, res.Status, res.Duration)
 	}
+}
+
+// statusLabels are the decimal spellings of the HTTP statuses 100–599, made once:
+// strconv.Itoa allocates for every number above 99.
+var statusLabels = func() (l [500]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
+
+// statusLabel is strconv.Itoa(status), without an allocation for a status in 100–599.
+func statusLabel(status int) string {
+	if status >= 100 && status < 600 {
+		return statusLabels[status-100]
+	}
+	return strconv.Itoa(status)
 }
 
 func (r *RED) observeRouter(s ports.RequestInfoSnapshot, status int, d time.Duration) {

@@ -60,9 +60,13 @@ func AccessLog(log *slog.Logger, observers ...ResponseObserver) func(http.Handle
 	}
 }
 
+// errorCodeHeader is wire.HeaderErrorCode in canonical form: http.Header.Get canonicalizes
+// its argument, which allocates for "X-SMG-Error-Code" on every request.
+var errorCodeHeader = http.CanonicalHeaderKey(wire.HeaderErrorCode)
+
 // logAccess writes AccessLog's record.
 func logAccess(log *slog.Logger, r *http.Request, s ports.RequestInfoSnapshot, res httpcapture.Result) {
-	status, code := res.Status, res.Header.Get(wire.HeaderErrorCode)
+	status, code := res.Status, res.Header.Get(errorCodeHeader)
 	outcome := Outcome(status)
 	if s.ClientGone {
 		status, code, outcome = StatusClientClosed, CodeClientClosed, CodeClientClosed

@@ -64,6 +64,13 @@ func NewMiddleware(log *slog.Logger, tp trace.TracerProvider, opts ...Option) fu
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// Canonical names: http.Header.Get canonicalizes its argument, which allocates on every
+	// request for a name such as "x-request-id".
+	ids := make([]string, len(o.requestIDHeaders))
+	for i, h := range o.requestIDHeaders {
+		ids[i] = http.CanonicalHeaderKey(h)
+	}
+	o.requestIDHeaders = ids
 	hopts := []otelhttp.Option{otelhttp.WithPropagators(propagator), otelhttp.WithSpanNameFormatter(spanName)}
 	if tp != nil {
 		hopts = append(hopts, otelhttp.WithTracerProvider(tp))

@@ -52,6 +52,15 @@ type Admitter struct {
 	slots  ports.SlotCounter
 	o      Options
 	queues *queues // nil without a queue
+	// instant: slots answers in memory (instantSlots), so a release needs no deadline.
+	instant bool
+}
+
+// instantSlots is implemented by a slot store whose Release answers at once from memory,
+// without a round trip and without reading its context (adapters/store/memory): the
+// release then skips its ReleaseTimeout context and timer, once per PD request.
+type instantSlots interface {
+	InstantRelease() bool
 }
 
 // New returns an Admitter counting slots in slots.
@@ -69,6 +78,9 @@ func New(slots ports.SlotCounter, o Options) *Admitter {
 		o.ReleaseTimeout = DefaultReleaseTimeout
 	}
 	a := &Admitter{slots: slots, o: o}
+	if is, ok := slots.(instantSlots); ok {
+		a.instant = is.InstantRelease()
+	}
 	if o.QueueSize > 0 {
 		a.queues = &queues{m: map[string]*workerQueue{}}
 	}
@@ -231,8 +243,12 @@ func (h *holding) releaseOnce() {
 	h.stopped = true
 	h.t.Stop()
 	h.mu.Unlock()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), h.a.o.ReleaseTimeout)
-	defer cancel()
+	rctx := context.WithoutCancel(h.ctx)
+	if !h.a.instant {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(rctx, h.a.o.ReleaseTimeout)
+		defer cancel()
+	}
 	if err := h.a.slots.Release(rctx, h.lease); err != nil {
 		h.a.o.Logger.Warn("admission: slot release failed; the lease expires on its own",
 			"worker", h.lease.Worker, "lease_ttl", h.lease.TTL, "err", err)

@@ -115,6 +115,9 @@ type Dispatcher struct {
 	bodies *bodyBudget
 	// recomputes detects decodes that recomputed the prompt (non-streaming answers).
 	recomputes Recomputes
+	// routingKeys are cfg.RoutingKeyHeaders in canonical form: a lookup of a canonical name
+	// does not allocate, one of "x-smg-routing-key" does on every request.
+	routingKeys []string
 }
 
 // New builds a Dispatcher.
@@ -130,7 +133,7 @@ func New(d Deps) *Dispatcher {
 	}
 	return &Dispatcher{tenants: orAPIKey(d.Tenants, d.Config.APIKey), budgets: d.Budgets, cfg: d.Config, store: d.Store, sel: d.Selector, engine: d.Engine,
 		metrics: d.Metrics, admit: d.Admission, outcomes: d.Outcomes, retries: d.Retries, needsText: d.NeedsText, needsIDs: d.NeedsTokenIDs, log: d.Logger, newUUID: d.NewUUID, grpc: d.GRPC,
-		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait)}
+		bodies: newBodyBudget(d.Config.MaxInflightBodyMB, bodyBudgetWait), routingKeys: canonicalHeaders(d.Config.RoutingKeyHeaders)}
 }
 
 // Routes are the data-plane routes (seed "Supported APIs"): the generation APIs through a PD
@@ -431,7 +434,7 @@ func (d *Dispatcher) legHeaders(in http.Header) http.Header {
 
 // routingKey returns the first configured routing-key header's value (smg-spec.md §5.10).
 func (d *Dispatcher) routingKey(h http.Header) string {
-	for _, name := range d.cfg.RoutingKeyHeaders {
+	for _, name := range d.routingKeys {
 		if v := strings.TrimSpace(h.Get(name)); v != "" {
 			return v
 		}

@@ -27,6 +27,7 @@ import (
 //
 // Both answer in the seed's error shape with X-SMG-Error-Code (WriteError).
 func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []string) []ports.Route {
+	requestIDHeaders = canonicalHeaders(requestIDHeaders)
 	out := make([]ports.Route, len(routes))
 	for i, r := range routes {
 		next := r.Handler
@@ -42,7 +43,7 @@ func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []s
 					if v = strings.TrimSpace(v); v != "" && !wire.ValidRequestID(v) {
 						WriteError(w, errs.New(http.StatusBadRequest, wire.CodeInvalidRequestID,
 							"invalid %s header: a request id is 1 to %d characters of letters, digits and - _ . : / + = @",
-							http.CanonicalHeaderKey(h), wire.MaxRequestIDLen))
+							h, wire.MaxRequestIDLen))
 						return
 					}
 				}
@@ -56,6 +57,17 @@ func Guard(routes []ports.Route, auth ports.TenantResolver, requestIDHeaders []s
 			}
 			next.ServeHTTP(w, req)
 		})}
+	}
+	return out
+}
+
+// canonicalHeaders returns a copy of names in canonical header form (http.CanonicalHeaderKey).
+// http.Header's Get and Values canonicalize their argument, which allocates for a name
+// that is not canonical ("x-request-id"): these lookups run on every request.
+func canonicalHeaders(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
 	}
 	return out
 }

@@ -97,13 +97,21 @@ func (pl *Pipeline) record(w *worker.Live, status int) {
 	}
 }
 
-// deadline is a leg's timer channel: nil (never fires) for a zero duration.
-func deadline(d time.Duration) (<-chan time.Time, func()) {
+// deadline is a leg's timer channel and its timer (stopTimer): a nil channel (never
+// fires) and a nil timer for a zero duration.
+func deadline(d time.Duration) (<-chan time.Time, *time.Timer) {
 	if d <= 0 {
-		return nil, func() {}
+		return nil, nil
 	}
 	t := time.NewTimer(d)
-	return t.C, func() { t.Stop() }
+	return t.C, t
+}
+
+// stopTimer stops a deadline's timer; nil is none.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
 }
 
 // timeoutFault is the 504 of a leg that sent nothing within its deadline

@@ -116,10 +116,10 @@ func (pl *Pipeline) runUnit(gctx context.Context, fail context.CancelCauseFunc, 
 	}
 	stopP, stopD := make(chan struct{}), make(chan struct{})
 	pch, dch := reader(pst, stopP, 1), reader(dst, stopD, aheadOf(u.dLeg))
-	ptC, stopPT := deadline(pl.legDeadline("prefill", u.pLeg))
-	defer stopPT()
-	dtC, stopDT := deadline(pl.legDeadline("decode", u.dLeg))
-	defer stopDT()
+	ptC, ptT := deadline(pl.legDeadline("prefill", u.pLeg))
+	defer stopTimer(ptT)
+	dtC, dtT := deadline(pl.legDeadline("decode", u.dLeg))
+	defer stopTimer(dtT)
 	prefillDone, decodeDone, first := false, false, false
 	prefillAnswered := false // the prefill sent something (its deadline no longer applies)
 	prefillComplete := false // the prefill sent its complete (its stream may end)

@@ -293,6 +293,9 @@ func stopList(raw json.RawMessage) ([]string, error) {
 // of lists (a batch); ok is false for any other shape.
 func idList(raw json.RawMessage) ([]prompt, bool, bool) {
 	raw = bytes.TrimSpace(raw)
+	if !maybeIDs(raw) {
+		return nil, false, false // a string or a list of strings: both decodes would fail
+	}
 	var one []uint32
 	if len(raw) > 0 && json.Unmarshal(raw, &one) == nil && len(one) > 0 {
 		return []prompt{{ids: one}}, false, true
@@ -306,6 +309,17 @@ func idList(raw json.RawMessage) ([]prompt, bool, bool) {
 		return out, true, true
 	}
 	return nil, false, false
+}
+
+// maybeIDs reports whether raw may decode as a list of ids or of id lists: it is an array
+// whose first element is not a string. It spares the common text prompt two decodes that
+// fail (and allocate their errors).
+func maybeIDs(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '[' {
+		return false
+	}
+	rest := bytes.TrimLeft(raw[1:], " \t\r\n")
+	return len(rest) == 0 || rest[0] != '"'
 }
 
 // textList reads a prompt field: a string, or a non-empty list of strings (batch true).

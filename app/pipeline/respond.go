@@ -43,14 +43,32 @@ type responder struct {
 	resp *respond.ResponseStream
 	// started is set once a Messages/Responses stream sent its opening events.
 	started bool
+
+	// one backs the per-sample and per-prompt slices of the common request with one
+	// prompt and one sample, which then need no allocation of their own.
+	one struct {
+		state    [1]*respond.SampleState
+		sample   [1]respond.Sample
+		finished [1]bool
+		prompt   [1]ports.GRPCEvent
+		got      [1]bool
+	}
 }
 
 func (pl *Pipeline) newResponder(j *job, w http.ResponseWriter, clientID string, units []unit) *responder {
 	total := len(j.prompts) * j.n
 	r := &responder{j: j, w: w, meta: respond.Meta{ID: clientID, Model: j.name, Created: time.Now().Unix()},
-		states: make([]*respond.SampleState, total), samples: make([]respond.Sample, total), finished: make([]bool, total),
-		left: map[*unit]int{}, prompt: make([]ports.GRPCEvent, len(j.prompts)), gotPrompt: make([]bool, len(j.prompts)),
-		start: time.Now(), metrics: pl.metrics}
+		left: map[*unit]int{}, start: time.Now(), metrics: pl.metrics}
+	if total == 1 {
+		r.states, r.samples, r.finished = r.one.state[:], r.one.sample[:], r.one.finished[:]
+	} else {
+		r.states, r.samples, r.finished = make([]*respond.SampleState, total), make([]respond.Sample, total), make([]bool, total)
+	}
+	if len(j.prompts) == 1 {
+		r.prompt, r.gotPrompt = r.one.prompt[:], r.one.got[:]
+	} else {
+		r.prompt, r.gotPrompt = make([]ports.GRPCEvent, len(j.prompts)), make([]bool, len(j.prompts))
+	}
 	if len(units) > 0 {
 		r.decodeID, r.runtime = units[0].dLeg.Worker.ID, string(units[0].dLeg.Worker.Runtime)
 	}

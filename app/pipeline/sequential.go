@@ -206,8 +206,8 @@ func (pl *Pipeline) runSequential(gctx context.Context, fail context.CancelCause
 	dch := reader(dst, stop, aheadOf(dec))
 	first, completed, cacheNoted := false, false, false
 	items := 0 // messages the decode sent
-	dtC, stopDT := deadline(pl.legDeadline("decode", dec))
-	defer stopDT()
+	dtC, dtT := deadline(pl.legDeadline("decode", dec))
+	defer stopTimer(dtT)
 	for {
 		if len(dch) == 0 {
 			r.flushIdle() // nothing waiting: what the events so far wrote leaves now
@@ -305,8 +305,8 @@ func (pl *Pipeline) runPrefill(gctx context.Context, fail context.CancelCauseFun
 	defer close(stop)
 	pch := reader(pst, stop, 1)
 	harvested, complete, items := "", false, 0
-	ptC, stopPT := deadline(pl.legDeadline("prefill", pre))
-	defer stopPT()
+	ptC, ptT := deadline(pl.legDeadline("prefill", pre))
+	defer stopTimer(ptT)
 	for {
 		select {
 		case <-ptC:

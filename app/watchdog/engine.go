@@ -31,29 +31,29 @@ func (e *engine) Send(ctx context.Context, req ports.LegRequest) (*ports.LegResp
 		return e.next.Send(ctx, req)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stall := stallError(req.Worker)
-	g := e.w.begin(req.Worker, func() { cancel(stall) })
+	b := &body{}
+	g := &b.g
+	e.w.begin(g, req.Worker, cancel)
 	resp, err := e.next.Send(ctx, req)
 	if err != nil {
 		g.end(false)
 		if g.stalled.Load() {
-			err = stall
+			err = g.stall()
 		}
 		cancel(nil)
 		return nil, err
 	}
 	g.progress(false)
-	resp.Body = &body{rc: resp.Body, g: g, cancel: cancel, stall: stall}
+	b.rc = resp.Body
+	resp.Body = b
 	return resp, nil
 }
 
 // body tracks a response body: each read with bytes is delivered progress, EOF is the
-// answer, Close ends the leg.
+// answer, Close ends the leg. Its leg lives in it (one allocation per leg).
 type body struct {
-	rc     io.ReadCloser
-	g      *leg
-	cancel context.CancelCauseFunc
-	stall  error
+	rc io.ReadCloser
+	g  leg
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -64,7 +64,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if err != nil {
 		b.g.end(errors.Is(err, io.EOF))
 		if !errors.Is(err, io.EOF) && b.g.stalled.Load() {
-			err = b.stall
+			err = b.g.stall()
 		}
 	}
 	return n, err
@@ -73,6 +73,6 @@ func (b *body) Read(p []byte) (int, error) {
 func (b *body) Close() error {
 	b.g.end(false)
 	err := b.rc.Close()
-	b.cancel(nil)
+	b.g.cancel(nil)
 	return err
 }

@@ -35,25 +35,29 @@ func (gn *generator) Generate(ctx context.Context, l ports.GRPCLeg) (ports.GRPCS
 		return gn.next.Generate(ctx, l)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stall := stallError(l.Worker)
-	g := gn.w.begin(l.Worker, func() {
-		gn.w.bg.Add(1)
-		go func() {
-			defer gn.w.bg.Done()
-			_ = gn.next.Abort(context.Background(), l.Worker.Worker, stallAbortReason, l.RequestID)
-		}()
-		cancel(stall)
-	})
+	s := &stream{g: leg{gen: gn, rid: l.RequestID}}
+	g := &s.g
+	gn.w.begin(g, l.Worker, cancel)
 	st, err := gn.next.Generate(ctx, l)
 	if err != nil {
 		g.end(false)
 		if g.stalled.Load() {
-			err = stall
+			err = g.stall()
 		}
 		cancel(nil)
 		return nil, err
 	}
-	return &stream{st: st, g: g, cancel: cancel, stall: stall}, nil
+	s.st = st
+	return s, nil
+}
+
+// abort sends the Abort RPC of request id rid to l, in the background, for a cut leg.
+func (gn *generator) abort(l *worker.Live, rid string) {
+	gn.w.bg.Add(1)
+	go func() {
+		defer gn.w.bg.Done()
+		_ = gn.next.Abort(context.Background(), l.Worker, stallAbortReason, rid)
+	}()
 }
 
 // Abort implements ports.GRPCGenerator.
@@ -61,11 +65,10 @@ func (gn *generator) Abort(ctx context.Context, w worker.Worker, reason string, 
 	return gn.next.Abort(ctx, w, reason, ids...)
 }
 
+// stream is a tracked Generate stream; its leg lives in it (one allocation per leg).
 type stream struct {
-	st     ports.GRPCStream
-	g      *leg
-	cancel context.CancelCauseFunc
-	stall  error
+	st ports.GRPCStream
+	g  leg
 }
 
 func (s *stream) Recv() (ports.GRPCEvent, error) {
@@ -76,12 +79,12 @@ func (s *stream) Recv() (ports.GRPCEvent, error) {
 		// arrive before the cancelled stream ends; taken as the leg's answer, it ended the
 		// decode while its prefill waited out the handoff timeout.
 		s.g.end(false)
-		return ports.GRPCEvent{}, s.stall
+		return ports.GRPCEvent{}, s.g.stall()
 	}
 	if err != nil {
 		s.g.end(errors.Is(err, io.EOF))
 		if !errors.Is(err, io.EOF) && s.g.stalled.Load() {
-			err = s.stall
+			err = s.g.stall()
 		}
 		return ev, err
 	}
@@ -92,5 +95,5 @@ func (s *stream) Recv() (ports.GRPCEvent, error) {
 func (s *stream) Close() {
 	s.g.end(false)
 	s.st.Close()
-	s.cancel(nil)
+	s.g.cancel(nil)
 }

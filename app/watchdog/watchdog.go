@@ -68,12 +68,12 @@ type Watchdog struct {
 type engineBox struct{ e ports.EngineClient }
 type generatorBox struct{ g ports.GRPCGenerator }
 
-// watched is one worker's record: its tracker and the cut functions of its legs.
+// watched is one worker's record: its tracker and its legs in flight (to cut them).
 type watched struct {
 	tr *progress.Tracker
 
 	mu    sync.Mutex
-	kills map[progress.LegID]func()
+	kills map[progress.LegID]*leg
 	// probing is set while a canary of the worker is in flight; lastCanary is when the
 	// latest one ended.
 	probing    atomic.Bool
@@ -103,7 +103,7 @@ func (w *Watchdog) watchedOf(l *worker.Live) *watched {
 	defer w.mu.Unlock()
 	s, ok := w.workers[l.ID]
 	if !ok {
-		s = &watched{tr: progress.NewTracker(w.opt.Stall, w.now()), kills: map[progress.LegID]func(){}}
+		s = &watched{tr: progress.NewTracker(w.opt.Stall, w.now()), kills: map[progress.LegID]*leg{}}
 		w.workers[l.ID] = s
 	}
 	return s
@@ -242,7 +242,7 @@ func (w *Watchdog) clear(l *worker.Live) {
 // cutStranded cuts every leg of s that delivered nothing and returns how many.
 func (w *Watchdog) cutStranded(s *watched) int {
 	ids := s.tr.Stranded()
-	var kills []func()
+	var kills []*leg
 	s.mu.Lock()
 	for _, id := range ids {
 		if k, ok := s.kills[id]; ok {
@@ -252,7 +252,7 @@ func (w *Watchdog) cutStranded(s *watched) int {
 	}
 	s.mu.Unlock()
 	for _, k := range kills {
-		k()
+		k.kill()
 	}
 	return len(kills)
 }

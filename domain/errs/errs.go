@@ -37,13 +37,10 @@ func New(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// As returns the *Error inside err, if any.
+// As returns the *Error inside err, if any. It allocates nothing (errors.As with a
+// pointer target does); it runs on every request, with a nil err on success.
 func As(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e, true
-	}
-	return nil, false
+	return errors.AsType[*Error](err)
 }
 
 // NoAvailableWorkers is the 503 for a leg without an available worker (seed "Error Codes":

@@ -118,6 +118,10 @@ func (s *Slots) Release(ctx context.Context, l ports.Lease) error {
 	return nil
 }
 
+// InstantRelease reports that Release answers at once from memory and never reads its
+// context (app/admission skips the release's deadline).
+func (s *Slots) InstantRelease() bool { return true }
+
 // InUse returns the unexpired slots claimed on worker.
 func (s *Slots) InUse(ctx context.Context, worker string) (int, error) {
 	s.mu.Lock()

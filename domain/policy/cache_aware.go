@@ -172,25 +172,43 @@ func (p *CacheAware) Select(c []*worker.Live, req *Request) int {
 
 	if p.kv != nil && req != nil && len(req.TokenIDs) > 0 {
 		if chosen, branch, ok := p.selectKV(c, req, t, loads, ids, minIdx, avg); ok {
-			t.insert(text, ids[chosen])
-			p.evictIfOver(model, ct, ids[chosen])
-			p.obs.branch(wire.PolicyCacheAware, branch)
+			p.record(model, ct, text, ids[chosen], branch)
 			return chosen
 		}
 	}
-	chosen, branch := minIdx, wire.BranchCacheMiss
-	if matched, n := t.match(text); len(text) > 0 && float64(matched)/float64(len(text)) > p.threshold {
+	chosen, branch := p.decide(t, text, minIdx, avg, func(n *node) (int, int64) {
 		if best := leastLoadedTenant(t, n, ids, loads); best >= 0 {
+			return best, loads[best]
+		}
+		return -1, 0
+	})
+	p.record(model, ct, text, ids[chosen], branch)
+	return chosen
+}
+
+// decide is steps 1–3 of the type's doc on tree t: the prefix match of text, then the
+// least-loaded recorded tenant (tenantMin: its candidate index and load at the matched node,
+// -1 when none is a candidate) unless the spill gate sends the request to minIdx, the
+// min-load candidate; avg is the candidates' average load. Call it with t's lock held.
+func (p *CacheAware) decide(t *radixTree, text string, minIdx int, avg float64, tenantMin func(*node) (int, int64)) (chosen int, branch string) {
+	chosen, branch = minIdx, wire.BranchCacheMiss
+	if matched, n := t.match(text); len(text) > 0 && float64(matched)/float64(len(text)) > p.threshold {
+		if best, load := tenantMin(n); best >= 0 {
 			chosen, branch = best, wire.BranchCacheHit
-			if l := float64(loads[best]); l > avg*p.relThresh && l > avg+p.absThresh {
+			if l := float64(load); l > avg*p.relThresh && l > avg+p.absThresh {
 				chosen, branch = minIdx, wire.BranchCacheSpill
 			}
 		}
 	}
-	t.insert(text, ids[chosen])
-	p.evictIfOver(model, ct, ids[chosen])
+	return chosen, branch
+}
+
+// record is step 4: text inserted for tenant id, a background eviction started when that
+// takes id's share past the high-water mark, the branch counted. Call it with ct.mu held.
+func (p *CacheAware) record(model string, ct *cacheTree, text string, id int32, branch string) {
+	ct.t.insert(text, id)
+	p.evictIfOver(model, ct, id)
 	p.obs.branch(wire.PolicyCacheAware, branch)
-	return chosen
 }
 
 // evictIfOver starts a background eviction pass of ct when tenant id's share is past the

@@ -3,7 +3,6 @@ package policy
 import (
 	"math/rand/v2"
 
-	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/domain/worker"
 )
 
@@ -43,19 +42,10 @@ func (p *CacheAware) selectOnBoard(c []*worker.Live, b *worker.LoadBoard, req *R
 		return -1, false
 	}
 	avg := float64(sum) / float64(len(c))
-	chosen, branch := minIdx, wire.BranchCacheMiss
-	if matched, n := t.match(text); len(text) > 0 && float64(matched)/float64(len(text)) > p.threshold {
-		if best, load := leastLoadedTenantOn(t, n, c, b, bs); best >= 0 {
-			chosen, branch = best, wire.BranchCacheHit
-			if l := float64(load); l > avg*p.relThresh && l > avg+p.absThresh {
-				chosen, branch = minIdx, wire.BranchCacheSpill
-			}
-		}
-	}
-	id := t.tenantID(c[chosen].URL)
-	t.insert(text, id)
-	p.evictIfOver(model, ct, id)
-	p.obs.branch(wire.PolicyCacheAware, branch)
+	chosen, branch := p.decide(t, text, minIdx, avg, func(n *node) (int, int64) {
+		return leastLoadedTenantOn(t, n, c, b, bs)
+	})
+	p.record(model, ct, text, t.tenantID(c[chosen].URL), branch)
 	return chosen, true
 }
 

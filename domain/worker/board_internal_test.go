@@ -94,8 +94,15 @@ func TestLoadBoardTakesIdleWorkersInTurn(t *testing.T) {
 	i, sum, _ := b.Min()
 	require.Equal(t, 2, i, "2 and 3 are idle with two picks each: the lower index")
 	require.Equal(t, int64(3), sum)
-	b.SetTie(-1, 9) // ignored
-	b.SetTie(4, 9)
+	b.SetTie(-1, 0) // out of range: ignored, no panic
+	b.SetTie(4, 0)
+	b.SetTie(2, 9) // 2 now has more picks than 3
+	i, _, _ = b.Min()
+	require.Equal(t, 3, i)
+	b.Close()
+	b.SetTie(3, 99) // a closed board ignores ties
+	_, _, ok := b.Min()
+	require.False(t, ok)
 }
 
 func TestLoadBoardForIsTheBuiltSlice(t *testing.T) {

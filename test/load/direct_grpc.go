@@ -33,23 +33,46 @@ func (d *DirectGRPCSGLang) Name() string { return "direct" }
 // Do runs one dispatch; the sample's Bytes are the detokenized text's.
 func (d *DirectGRPCSGLang) Do(ctx context.Context, start time.Time, w *Worker) (Sample, error) {
 	w.Seq++
-	ids := d.Tokenizer.Encode(d.Workload.Prompt, false)
-	maxTokens := uint32(d.Workload.MaxTokens)
 	id := "direct-" + strconv.Itoa(w.ID) + "-" + strconv.FormatUint(w.Seq, 10) + "-" + strconv.FormatUint(rand.Uint64(), 36)
+	var s Sample
+	var last time.Time
+	err := d.generate(ctx, id, d.Workload.Prompt, d.Workload.MaxTokens, d.Workload.Stream, func() {
+		now := time.Now()
+		if s.TTFT == 0 {
+			s.TTFT = now.Sub(start)
+		} else if d.Workload.Stream {
+			w.rec.addGap(now.Sub(last))
+		}
+		last = now
+	}, func(piece string) { s.Bytes += len(piece) })
+	if err != nil {
+		return s, err
+	}
+	s.Latency = time.Since(start)
+	return s, nil
+}
+
+// generate runs one prompt through both legs: for each decode message it calls out with
+// the text of each of its token ids (a streamed decode's closing message carries no text
+// of its own), then msg; at the end out with the detokenizer's rest. maxTokens is the
+// output budget; stream asks the decode to stream. The error names the leg that failed.
+func (d *DirectGRPCSGLang) generate(ctx context.Context, id, prompt string, maxTokens int, stream bool, msg func(), out func(piece string)) error {
+	ids := d.Tokenizer.Encode(prompt, false)
+	mt := uint32(maxTokens)
 	rv := &ports.GRPCRendezvous{Host: d.Prefill.BootstrapHost(), Port: d.BootstrapPort, Room: int64(rand.Int32N(math.MaxInt32))}
-	leg := ports.GRPCLeg{RequestID: id, Text: d.Workload.Prompt, InputIDs: ids, Rendezvous: rv,
-		Sampling: ports.GRPCSampling{MaxTokens: &maxTokens, SkipSpecialTokens: true}}
+	leg := ports.GRPCLeg{RequestID: id, Text: prompt, InputIDs: ids, Rendezvous: rv,
+		Sampling: ports.GRPCSampling{MaxTokens: &mt, SkipSpecialTokens: true}}
 	pre, dec := leg, leg
-	pre.Worker, dec.Worker, dec.Stream = d.Prefill, d.Decode, d.Workload.Stream
+	pre.Worker, dec.Worker, dec.Stream = d.Prefill, d.Decode, stream
 	rctx := context.WithoutCancel(ctx)
 	pst, err := d.Engines.Generate(rctx, pre)
 	if err != nil {
-		return Sample{}, fmt.Errorf("prefill: %w", err)
+		return fmt.Errorf("prefill: %w", err)
 	}
 	defer pst.Close()
 	dst, err := d.Engines.Generate(rctx, dec)
 	if err != nil {
-		return Sample{}, fmt.Errorf("decode: %w", err)
+		return fmt.Errorf("decode: %w", err)
 	}
 	defer dst.Close()
 	pErr := make(chan error, 1)
@@ -65,35 +88,25 @@ func (d *DirectGRPCSGLang) Do(ctx context.Context, start time.Time, w *Worker) (
 		}
 	}()
 	dt := text.NewDecoder(d.Tokenizer, text.DecoderOptions{SkipSpecialTokens: true})
-	var s Sample
-	var last time.Time
 	for {
 		ev, err := dst.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return s, fmt.Errorf("decode: %w", err)
+			return fmt.Errorf("decode: %w", err)
 		}
-		now := time.Now()
-		if s.TTFT == 0 {
-			s.TTFT = now.Sub(start)
-		} else if d.Workload.Stream {
-			w.rec.addGap(now.Sub(last))
+		if !ev.Complete || !stream {
+			for _, id := range ev.IDs {
+				piece, _ := dt.Step(id)
+				out(piece)
+			}
 		}
-		last = now
-		if ev.Complete && d.Workload.Stream {
-			continue
-		}
-		for _, id := range ev.IDs {
-			out, _ := dt.Step(id)
-			s.Bytes += len(out)
-		}
+		msg()
 	}
-	s.Bytes += len(dt.Flush())
+	out(dt.Flush())
 	if err := <-pErr; err != nil {
-		return s, fmt.Errorf("prefill: %w", err)
+		return fmt.Errorf("prefill: %w", err)
 	}
-	s.Latency = time.Since(start)
-	return s, nil
+	return nil
 }

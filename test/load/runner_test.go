@@ -141,3 +141,27 @@ func TestCompareAlternatesAndFailsOnErrors(t *testing.T) {
 	_, err = load.Compare(context.Background(), "fake", false, a, b, load.CompareOptions{Phase: opts.Phase})
 	assert.ErrorContains(t, err, "pairs must be >= 1")
 }
+
+func TestCompareRunsTheReferenceThirdInEveryPair(t *testing.T) {
+	t.Parallel()
+	a, b, ref := &fakeTarget{name: "gateway"}, &fakeTarget{name: "direct"}, &fakeTarget{name: "hop"}
+	opts := load.CompareOptions{Pairs: 2, Reference: ref,
+		Phase:  load.Options{Concurrency: 1, Requests: 8, Duration: hangGuard},
+		Warmup: load.Options{Concurrency: 1, Requests: 3, Duration: hangGuard}}
+	c, err := load.Compare(context.Background(), "fake", false, a, b, opts)
+	require.NoError(t, err)
+	require.Len(t, c.Pairs, 2)
+	for _, p := range c.Pairs {
+		assert.Equal(t, "hop", p.Ref.Target)
+		assert.Equal(t, 8, p.Ref.OK)
+		r := p.Ratios()
+		assert.InDelta(t, p.Ref.Throughput/p.B.Throughput, r.RefThroughput, 1e-9)
+		assert.InDelta(t, p.A.Throughput/p.Ref.Throughput, r.OfRef, 1e-9)
+	}
+	assert.EqualValues(t, 19, ref.calls.Load(), "warm-up + 2 phases")
+	assert.Zero(t, load.Pair{A: c.Pairs[0].A, B: c.Pairs[0].B}.Ratios().OfRef, "no reference, no ratio to it")
+
+	_, err = load.Compare(context.Background(), "fake", false, a, b, load.CompareOptions{Pairs: 1, Phase: opts.Phase,
+		Reference: &fakeTarget{name: "hop", failEvery: 2}})
+	require.ErrorIs(t, err, load.ErrFailed)
+}

@@ -71,12 +71,8 @@ See docs/fleet-bench.md.`,
 			if c.SelectivePD, err = fleetbench.ParseSelectivePD(selectivePD); err != nil {
 				return err
 			}
-			for _, s := range variantList {
-				v, err := fleetbench.ParseVariant(s)
-				if err != nil {
-					return err
-				}
-				c.Variants = append(c.Variants, v)
+			if c.Variants, err = fleetbench.ParseVariants(variantList); err != nil {
+				return err
 			}
 			if workloads == fleetbench.TwoTenants {
 				c.Workloads = nil

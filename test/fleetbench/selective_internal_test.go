@@ -60,4 +60,12 @@ func TestParseVariant(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 	assert.Equal(t, []Variant{{}}, variants(nil))
+
+	vs, err := ParseVariants([]string{"a=--x=1", "b="})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, []string{vs[0].Label, vs[1].Label})
+	_, err = ParseVariants([]string{"a=--x=1", "b=", " a =--x=2"})
+	assert.ErrorContains(t, err, `share the label "a"`)
+	_, err = ParseVariants([]string{"a=--x=1", "no-equals"})
+	assert.Error(t, err)
 }

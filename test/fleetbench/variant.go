@@ -30,6 +30,26 @@ func ParseVariant(s string) (Variant, error) {
 	return v, nil
 }
 
+// ParseVariants reads every `--variant` value (ParseVariant) and refuses a label given
+// twice: the report tells cells apart by their label, so two variants under one label
+// would print as one configuration.
+func ParseVariants(list []string) ([]Variant, error) {
+	var vs []Variant
+	seen := map[string]string{}
+	for _, s := range list {
+		v, err := ParseVariant(s)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[v.Label]; dup {
+			return nil, fmt.Errorf("fleetbench: variants %q and %q share the label %q (labels tell the cells apart)", prev, s, v.Label)
+		}
+		seen[v.Label] = s
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
 // variants expands Config.Variants (none: one plain cell).
 func variants(vs []Variant) []Variant {
 	if len(vs) == 0 {

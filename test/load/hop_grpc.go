@@ -46,6 +46,9 @@ func NewHTTPHop(d *DirectGRPCSGLang, wl Workload, hc *http.Client) (*HTTPHop, er
 	return h, nil
 }
 
+// URL is the hop's base URL, http://127.0.0.1:PORT.
+func (h *HTTPHop) URL() string { return h.gw.URL }
+
 // Name returns "hop".
 func (h *HTTPHop) Name() string { return "hop" }
 

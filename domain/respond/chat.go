@@ -110,6 +110,7 @@ type ChatStream struct {
 	vocab     Vocab
 	started   map[int]bool
 	toolCount map[int]int
+	head      []byte // chunkHead, built at the first content-only delta
 }
 
 // NewChatStream starts a stream; v renders logprobs (nil when none were asked).
@@ -132,6 +133,17 @@ func (s *ChatStream) Delta(index int, d Delta, lps []Logprob) []byte {
 	if d.Empty() && len(lps) == 0 {
 		return out
 	}
+	lp := chatLogprobsOf(s.vocab, lps)
+	if lp == nil && d.Content != "" && d.Reasoning == "" && len(d.ToolCalls) == 0 { // content only: the common event, written without reflection
+		if s.head == nil {
+			s.head = chunkHead(s.meta, "chat.completion.chunk")
+		}
+		ev := textChunk(s.head, index, `,"delta":{"content":`, d.Content, `},"logprobs":null,"finish_reason":null}]}`+"\n\n")
+		if out == nil {
+			return ev
+		}
+		return append(out, ev...)
+	}
 	cd := chatDelta{}
 	if d.Reasoning != "" {
 		cd.ReasoningContent = strPtr(d.Reasoning)
@@ -143,7 +155,7 @@ func (s *ChatStream) Delta(index int, d Delta, lps []Logprob) []byte {
 		cd.ToolCalls = chatToolCalls(d.ToolCalls, true, s.toolCount[index])
 		s.toolCount[index] += len(d.ToolCalls)
 	}
-	return append(out, s.chunk([]chatChunkChoice{{Index: index, Delta: cd, Logprobs: chatLogprobsOf(s.vocab, lps)}}, nil)...)
+	return append(out, s.chunk([]chatChunkChoice{{Index: index, Delta: cd, Logprobs: lp}}, nil)...)
 }
 
 // Finish returns the final event of choice index.

@@ -37,6 +37,7 @@ type CompletionStream struct {
 	meta   Meta
 	vocab  Vocab
 	offset map[int]int
+	head   []byte // chunkHead, built at the first text-only delta
 }
 
 // NewCompletionStream starts a stream; v renders logprobs (nil when none were asked).
@@ -55,6 +56,12 @@ func (s *CompletionStream) Delta(index int, text string, lps []Logprob) []byte {
 	}
 	lp := completionLogprobsOf(s.vocab, lps, s.offset[index])
 	s.offset[index] += len(text)
+	if lp == nil { // text only: the common event, written without reflection
+		if s.head == nil {
+			s.head = chunkHead(s.meta, "text_completion")
+		}
+		return textChunk(s.head, index, `,"text":`, text, `,"logprobs":null,"finish_reason":null}]}`+"\n\n")
+	}
 	return s.chunk([]completionChoice{{Index: index, Text: text, Logprobs: lp}}, nil)
 }
 

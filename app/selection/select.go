@@ -207,15 +207,16 @@ func unhold(w *worker.Live, b *metricsBox, t tokens) {
 
 // held is one selection's in-flight accounting, undone once by release (idempotent, safe
 // from any goroutine): one allocation per selection instead of a closure chain per leg.
+// Its fields are ordered so that it takes 80 bytes, not 96.
 type held struct {
 	p, d   *worker.Live // d nil: a prefill-only selection
 	bP, bD *metricsBox
+	tP, tD tokens // guarded by mu
 	done   atomic.Bool
 
-	mu     sync.Mutex // guards the token fields below
-	tP, tD tokens
-	pEnded bool // the prefill's tokens were freed when its leg ended
-	freed  bool // release freed the tokens
+	mu     sync.Mutex // guards tP, tD and the flags below
+	pEnded bool       // the prefill's tokens were freed when its leg ended
+	freed  bool       // release freed the tokens
 }
 
 // Held is one PD selection's in-flight accounting (SelectHeld).

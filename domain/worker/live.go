@@ -21,9 +21,9 @@ type Gate interface {
 //
 // Layout: what a selection reads or writes on a candidate (status, load, tokens, boards,
 // gate, stall mark) comes first and fills exactly one 64-byte cache line, and the struct is
-// padded to a multiple of 64 bytes, so that (Go allocating it in a size class that is a
-// multiple of 64) that line is the object's first: a pick touches one line per worker, not
-// three (live_layout_test.go).
+// padded to an odd number of 64-byte lines, so that (Go allocating it in a size class of
+// that size) that line is the object's first: a pick touches one line per worker, not three
+// (live_layout_test.go).
 type Live struct {
 	status    atomic.Pointer[Status]     // one of statuses, or a status outside them (SetStatus)
 	load      atomic.Int64               // in-flight requests (Hold)
@@ -48,12 +48,15 @@ type liveCold struct {
 	boardMu   sync.Mutex             // serializes changes of boards
 }
 
-// liveHotSize is the size of Live's fields before Worker (one cache line), and livePad the
-// padding that rounds Live up to a multiple of cacheLine.
+// liveHotSize is the size of Live's fields before Worker (one cache line), liveSize the
+// size of its fields, and livePad the padding that rounds Live up to an odd number of cache
+// lines: Lives then sit at an odd line stride, so their first lines fall in every cache set,
+// not only in the even half (an even stride leaves bit 6 of every first line's address at 0).
 const (
 	cacheLine   = 64
 	liveHotSize = cacheLine
-	livePad     = (cacheLine - (liveHotSize+unsafe.Sizeof(Worker{})+unsafe.Sizeof(liveCold{}))%cacheLine) % cacheLine
+	liveSize    = liveHotSize + unsafe.Sizeof(Worker{}) + unsafe.Sizeof(liveCold{})
+	livePad     = ((liveSize+cacheLine-1)/cacheLine|1)*cacheLine - liveSize
 )
 
 // statuses are the known statuses: a Live points at one of these, so reading its status

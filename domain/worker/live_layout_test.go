@@ -9,7 +9,7 @@ import (
 )
 
 // What a selection reads on a candidate lies in Live's first cache line, and Live's size is
-// a multiple of the line, so that line is the object's first.
+// an odd number of lines, so that line is the object's first and Lives use every cache set.
 func TestLiveHotFieldsShareTheFirstCacheLine(t *testing.T) {
 	var l Live
 	hot := map[string]uintptr{
@@ -27,6 +27,7 @@ func TestLiveHotFieldsShareTheFirstCacheLine(t *testing.T) {
 	}
 	assert.Equal(t, uintptr(cacheLine), unsafe.Offsetof(l.Worker))
 	assert.Zero(t, unsafe.Sizeof(l)%cacheLine, "Live is %d bytes", unsafe.Sizeof(l))
+	assert.Equal(t, uintptr(1), unsafe.Sizeof(l)/cacheLine%2, "Live is %d bytes: an even number of lines", unsafe.Sizeof(l))
 }
 
 func TestStatusRoundTripsEveryValue(t *testing.T) {

@@ -75,6 +75,6 @@ func (s *Selector) SelectLocal(req *policy.Request, cfg pdmode.Config) LocalPick
 		b.m.AddActive(w.URL, 1)
 	}
 	s.countSelection(policy.LegDecode, w, req.Model, s.decodePolicy)
-	out.Worker, out.Held = w, Held{&held{p: w, bP: b, tP: tD}}
+	out.Worker, out.Held = w, newHeld(w, nil, b, nil, tD, tokens{})
 	return out
 }

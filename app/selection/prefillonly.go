@@ -40,5 +40,5 @@ func (s *Selector) SelectPrefillAlone(req *policy.Request) (w *worker.Live, h He
 		return nil, Held{}
 	}
 	s.countSelection(policy.LegPrefill, cands[i], req.Model, s.prefillPolicy)
-	return cands[i], Held{&held{p: cands[i], bP: b, tP: tD}}
+	return cands[i], newHeld(cands[i], nil, b, nil, tD, tokens{})
 }

@@ -3,7 +3,6 @@ package selection
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/smg-go/smg/domain/errs"
@@ -47,11 +46,11 @@ func (s *Selector) Select(req *policy.Request) (prefill, decode *worker.Live, re
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return p, d, h.release, nil
+	return p, d, h.Release, nil
 }
 
 // selectHeld is Select returning the accounting itself.
-func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live, h *held, err error) {
+func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live, h Held, err error) {
 	if req == nil {
 		req = &policy.Request{}
 	}
@@ -62,11 +61,11 @@ func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live
 	}
 	a, ok := panicFor(sn, req.Model)
 	if !ok {
-		return nil, nil, nil, err
+		return nil, nil, Held{}, err
 	}
 	p, d, hp, perr := s.selectPair(sn, req, a)
 	if perr != nil {
-		return nil, nil, nil, err
+		return nil, nil, Held{}, err
 	}
 	s.warnPanic(a, p, d)
 	return p, d, hp, nil
@@ -75,7 +74,7 @@ func (s *Selector) selectHeld(req *policy.Request) (prefill, decode *worker.Live
 // selectPair is one selection over sn with a's idea of a usable worker: each leg's policy
 // over the cached view normally, least loaded on a leg in panic mode over a view built for
 // this selection.
-func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, h *held, err error) {
+func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefill, decode *worker.Live, h Held, err error) {
 	groups := sn.mx.Pairable()
 	polP, polD := s.prefillPolicy, s.decodePolicy
 	var v *view
@@ -92,21 +91,21 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 		cands, candGroup = pinnedOnly(cands, candGroup, groups, pinned)
 	}
 	if len(cands) == 0 {
-		return nil, nil, nil, s.noPair(sn, req.Model)
+		return nil, nil, Held{}, s.noPair(sn, req.Model)
 	}
 	cands, candGroup = preferOthers(cands, candGroup, req.Avoid)
 
 	tP, tD := legTokens(req)
 	i, bP, ok := s.pick(&s.prefillMu, polP, cands, v.board(polP, &v.candBoard, v.cands), req, tP)
 	if !ok {
-		return nil, nil, nil, policyFailed(polP, policy.LegPrefill)
+		return nil, nil, Held{}, policyFailed(polP, policy.LegPrefill)
 	}
 	prefill = cands[i]
 
 	decodes := v.decodes[candGroup[i]]
 	if len(decodes) == 0 { // not in a cached view; kept as a guard
 		unhold(prefill, bP, tP)
-		return nil, nil, nil, errs.NoAvailableWorkers(string(policy.LegDecode))
+		return nil, nil, Held{}, errs.NoAvailableWorkers(string(policy.LegDecode))
 	}
 	decodes, _ = preferOthers(decodes, nil, req.Avoid)
 	if pinned != nil && slices.Contains(decodes, pinned) {
@@ -116,13 +115,13 @@ func (s *Selector) selectPair(sn *snapshot, req *policy.Request, a avail) (prefi
 	j, bD, ok := s.pick(&s.decodeMu, polD, decodes, v.board(polD, &v.decodeBoards[g], v.decodes[g]), req, tD)
 	if !ok {
 		unhold(prefill, bP, tP)
-		return nil, nil, nil, policyFailed(polD, policy.LegDecode)
+		return nil, nil, Held{}, policyFailed(polD, policy.LegDecode)
 	}
 	decode = decodes[j]
 
 	s.countSelection(policy.LegPrefill, prefill, req.Model, s.prefillPolicy)
 	s.countSelection(policy.LegDecode, decode, req.Model, s.decodePolicy)
-	return prefill, decode, &held{p: prefill, d: decode, bP: bP, bD: bD, tP: tP, tD: tD}, nil
+	return prefill, decode, newHeld(prefill, decode, bP, bD, tP, tD), nil
 }
 
 // panicPolicy is leastLoaded on a leg in panic mode, pol otherwise.
@@ -167,8 +166,7 @@ func (s *Selector) SelectPrefillOnly(req *policy.Request) (prefill *worker.Live,
 		return nil, nil, policyFailed(s.prefillPolicy, policy.LegPrefill)
 	}
 	s.countSelection(policy.LegPrefill, cands[i], req.Model, s.prefillPolicy)
-	h := &held{p: cands[i], bP: b, tP: tP}
-	return cands[i], h.release, nil
+	return cands[i], newHeld(cands[i], nil, b, nil, tP, tokens{}).Release, nil
 }
 
 // pick runs pol.Select and holds the picked worker (one request and t's tokens) under mu, so
@@ -202,96 +200,6 @@ func unhold(w *worker.Live, b *metricsBox, t tokens) {
 	w.UnholdTokens(t.prompt, t.decode)
 	if b != nil {
 		b.m.AddActive(w.URL, -1)
-	}
-}
-
-// held is one selection's in-flight accounting, undone once by release (idempotent, safe
-// from any goroutine): one allocation per selection instead of a closure chain per leg.
-type held struct {
-	p, d   *worker.Live // d nil: a prefill-only selection
-	bP, bD *metricsBox
-	done   atomic.Bool
-
-	mu     sync.Mutex // guards the token fields below
-	tP, tD tokens
-	pEnded bool // the prefill's tokens were freed when its leg ended
-	freed  bool // release freed the tokens
-}
-
-// Held is one PD selection's in-flight accounting (SelectHeld).
-type Held struct{ h *held }
-
-// Release frees both legs' in-flight requests and tokens; idempotent, safe from any goroutine.
-func (h Held) Release() { h.h.release() }
-
-// PrefillEnded frees the prefill leg's tokens as soon as that leg ended, well or not (its
-// in-flight request is freed by Release, with the decode's); idempotent, safe from any
-// goroutine. Until it is called, Release frees them.
-func (h Held) PrefillEnded() {
-	hh := h.h
-	hh.mu.Lock()
-	defer hh.mu.Unlock()
-	if hh.pEnded || hh.freed {
-		return
-	}
-	hh.pEnded = true
-	hh.p.UnholdTokens(hh.tP.prompt, hh.tP.decode)
-}
-
-// SetPromptTokens replaces the prompt size held on both legs by n (n < 0: 0), once the
-// gateway counted what it had estimated (the gRPC pipeline tokenizes after selection). A
-// prefill whose tokens were already freed, or a released selection, is left alone.
-func (h Held) SetPromptTokens(n int64) {
-	hh := h.h
-	n = max(n, 0)
-	hh.mu.Lock()
-	defer hh.mu.Unlock()
-	if hh.freed {
-		return
-	}
-	if !hh.pEnded {
-		adjustPrompt(hh.p, hh.tP.prompt, n)
-	}
-	hh.tP.prompt = n
-	if hh.d != nil {
-		adjustPrompt(hh.d, hh.tD.prompt, n)
-		hh.tD.prompt = n
-	}
-}
-
-// adjustPrompt moves w's held prompt tokens from old to n.
-func adjustPrompt(w *worker.Live, old, n int64) {
-	if n > old {
-		w.HoldTokens(n-old, 0)
-	} else {
-		w.UnholdTokens(old-n, 0)
-	}
-}
-
-// SelectHeld is Select with the accounting returned as a Held, so the prefill's tokens can
-// be freed when the prefill leg ends (Held.PrefillEnded) rather than with the decode.
-func (s *Selector) SelectHeld(req *policy.Request) (prefill, decode *worker.Live, h Held, err error) {
-	p, d, hd, err := s.selectHeld(req)
-	if err != nil {
-		return nil, nil, Held{}, err
-	}
-	return p, d, Held{hd}, nil
-}
-
-func (h *held) release() {
-	if !h.done.CompareAndSwap(false, true) {
-		return
-	}
-	h.mu.Lock()
-	tP, tD := h.tP, h.tD
-	if h.pEnded { // PrefillEnded freed them already
-		tP = tokens{}
-	}
-	h.freed = true
-	h.mu.Unlock()
-	unhold(h.p, h.bP, tP)
-	if h.d != nil {
-		unhold(h.d, h.bD, tD)
 	}
 }
 

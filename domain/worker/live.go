@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Gate decides whether a worker may take new requests beyond its status, for example a
@@ -17,23 +18,63 @@ type Gate interface {
 // Live is a registered worker with its live state. The registration is immutable; status and
 // in-flight load are atomics, so selection reads them without locks. Live values are shared
 // by the store, the health checker and every dispatch: never copy one.
+//
+// Layout: what a selection reads or writes on a candidate (status, load, tokens, boards,
+// gate, stall mark) comes first and fills exactly one 64-byte cache line, and the struct is
+// padded to an odd number of 64-byte lines, so that (Go allocating it in a size class of
+// that size) that line is the object's first: a pick touches one line per worker, not three
+// (live_layout_test.go).
 type Live struct {
-	Worker
-	status atomic.Value // Status
-	load   atomic.Int64
-	gate   atomic.Pointer[gateBox]
+	status    atomic.Pointer[Status]     // one of statuses, or a status outside them (SetStatus)
+	load      atomic.Int64               // in-flight requests (Hold)
+	promptTok atomic.Int64               // prompt tokens of the legs in flight (tokens.go)
+	decodeTok atomic.Int64               // expected decode tokens of the legs in flight
+	remoteTok atomic.Int64               // other gateway instances' token load, as last shared
+	boards    atomic.Pointer[[]boardRef] // the LoadBoards listing this worker (board.go)
+	gate      atomic.Pointer[gateBox]
+	suspect   atomic.Bool // the progress watchdog suspects it stalled
 
+	Worker
+	liveCold
+	_ [livePad]byte
+}
+
+// liveCold is the live state no selection reads.
+type liveCold struct {
 	engineID  atomic.Pointer[string] // refreshed KV engine id; nil = the registered one
 	confirmed atomic.Bool            // the last engine-id read completed
 	failedAt  atomic.Int64           // unix ns of the latest failure its breaker counted; 0 = none
-	suspect   atomic.Bool            // the progress watchdog suspects it stalled
-	promptTok atomic.Int64           // prompt tokens of the legs in flight (tokens.go)
-	decodeTok atomic.Int64           // expected decode tokens of the legs in flight
-	remoteTok atomic.Int64           // other gateway instances' token load, as last shared
 	queued    atomic.Int64           // requests this replica queues for its decode window (queued.go)
+	boardMu   sync.Mutex             // serializes changes of boards
+}
 
-	boardMu sync.Mutex                 // serializes changes of boards
-	boards  atomic.Pointer[[]boardRef] // the LoadBoards listing this worker (board.go)
+// liveHotSize is the size of Live's fields before Worker (one cache line), liveSize the
+// size of its fields, and livePad the padding that rounds Live up to an odd number of cache
+// lines: Lives then sit at an odd line stride, so their first lines fall in every cache set,
+// not only in the even half (an even stride leaves bit 6 of every first line's address at 0).
+const (
+	cacheLine   = 64
+	liveHotSize = cacheLine
+	liveSize    = liveHotSize + unsafe.Sizeof(Worker{}) + unsafe.Sizeof(liveCold{})
+	livePad     = ((liveSize+cacheLine-1)/cacheLine|1)*cacheLine - liveSize
+)
+
+// statuses are the known statuses: a Live points at one of these, so reading its status
+// touches the Live's own cache line and this shared table only (Healthy: no dereference).
+var statuses = [...]Status{StatusPending, StatusReady, StatusNotReady, StatusFailed, StatusDraining}
+
+// readyIdx is StatusReady's index in statuses.
+const readyIdx = 1
+
+// statusRef returns the table entry for s, or a new cell holding s for a status outside the
+// table (SetStatus accepts any value and Status returns it as set).
+func statusRef(s Status) *Status {
+	for i := range statuses {
+		if statuses[i] == s {
+			return &statuses[i]
+		}
+	}
+	return &s
 }
 
 // SetSuspect marks the worker suspected of a stall by the progress watchdog (true) or
@@ -63,16 +104,22 @@ type gateBox struct{ g Gate }
 // NewLive wraps w with the given initial status and zero load.
 func NewLive(w Worker, s Status) *Live {
 	l := &Live{Worker: w}
-	l.status.Store(s)
+	l.status.Store(statusRef(s))
 	return l
 }
 
-// Status returns the current lifecycle status.
-func (l *Live) Status() Status { return l.status.Load().(Status) }
+// Status returns the current lifecycle status ("" for a Live not made by NewLive).
+func (l *Live) Status() Status {
+	if p := l.status.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
-// SetStatus sets the lifecycle status; a new status moves AvailabilityEpoch.
+// SetStatus sets the lifecycle status (any value; Status returns it as set); a new status
+// moves AvailabilityEpoch.
 func (l *Live) SetStatus(s Status) {
-	if l.status.Swap(s) != s {
+	if old := l.status.Swap(statusRef(s)); old == nil || *old != s {
 		AvailabilityChanged()
 	}
 }
@@ -89,7 +136,7 @@ func (l *Live) SetGate(g Gate) {
 }
 
 // Healthy reports whether the status is ready.
-func (l *Live) Healthy() bool { return l.Status() == StatusReady }
+func (l *Live) Healthy() bool { return l.status.Load() == &statuses[readyIdx] }
 
 // Available reports whether new requests may be routed here: ready, not suspected of a
 // stall, and the gate (if any) allows.

@@ -47,9 +47,12 @@ func nthID(id string, i, n int) string {
 
 // instanceConfigs are the configs of n independent HTTP instances: instance i listens on
 // --port+i (and --bootstrap-port+i, MoRI-IO ports +i) when those are fixed, else on free
-// ports.
+// ports. Several instances share one side-channel transport (Config.SideChannel).
 func instanceConfigs(c sim.Config, n int) []sim.Config {
 	out := make([]sim.Config, n)
+	if n > 1 && c.SideChannel == nil {
+		c.SideChannel = sim.NewSideChannelTransport() // one idle pool for the process
+	}
 	for i := range n {
 		ci := c
 		ci.Faults = append([]string(nil), c.Faults...)
@@ -64,6 +67,9 @@ func instanceConfigs(c sim.Config, n int) []sim.Config {
 // grpcInstanceConfigs is instanceConfigs for gRPC instances (--stats-port+i too).
 func grpcInstanceConfigs(c grpcsim.Config, n int) []grpcsim.Config {
 	out := make([]grpcsim.Config, n)
+	if n > 1 && c.SideChannel == nil {
+		c.SideChannel = grpcsim.NewSideChannelTransport() // one idle pool for the process
+	}
 	for i := range n {
 		ci := c
 		ci.Faults = append([]string(nil), c.Faults...)

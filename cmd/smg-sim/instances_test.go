@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smg-go/smg/test/sim"
+	"github.com/smg-go/smg/test/sim/grpcsim"
 )
 
 // startLines runs smg-sim with args until want ready lines are printed; it returns them and
@@ -159,4 +160,22 @@ func TestInstancesFlagErrors(t *testing.T) {
 		cmd.SetArgs(append([]string{"--engine", "vllm", "--role", "decode"}, strings.Fields(args)...))
 		assert.ErrorContains(t, cmd.Execute(), want, args)
 	}
+}
+
+// The instances of one process share one side-channel transport (a bounded idle pool): one
+// pool per instance keeps an idle connection from every decode instance to every prefill
+// instance it pulled from, and at 512 instances per role the processes ran out of
+// descriptors ("socket: too many open files" on NIXL pulls). One instance keeps its own.
+func TestInstancesShareOneSideChannel(t *testing.T) {
+	t.Parallel()
+	cs := instanceConfigs(sim.DefaultConfig(), 3)
+	require.NotNil(t, cs[0].SideChannel)
+	for _, c := range cs[1:] {
+		assert.Same(t, cs[0].SideChannel, c.SideChannel)
+	}
+	assert.Nil(t, instanceConfigs(sim.DefaultConfig(), 1)[0].SideChannel)
+	gs := grpcInstanceConfigs(grpcsim.Config{}, 2)
+	require.NotNil(t, gs[0].SideChannel)
+	assert.Same(t, gs[0].SideChannel, gs[1].SideChannel)
+	assert.Nil(t, grpcInstanceConfigs(grpcsim.Config{}, 1)[0].SideChannel)
 }

@@ -123,8 +123,12 @@ func runScaleSize(ctx context.Context, c ScaleConfig, n int) ([]ScaleResult, err
 			return out, fmt.Errorf("%d workers per leg, %s: %w", n, pol, err)
 		}
 		for _, r := range rs {
-			fmt.Fprintf(c.Out, "%5d workers/leg  %-13s %-20s %8.0f µs gateway CPU/request  %7.0f req/s  %d errors\n",
-				n, pol, r.Build, r.Summary.CPUPerRequest("gateway"), r.Summary.Throughput, r.Summary.Errors)
+			first := ""
+			if r.Summary.Errors > 0 {
+				first = " (first: " + r.Summary.FirstError + ")"
+			}
+			fmt.Fprintf(c.Out, "%5d workers/leg  %-13s %-20s %8.0f µs gateway CPU/request  %7.0f req/s  %d errors%s\n",
+				n, pol, r.Build, r.Summary.CPUPerRequest("gateway"), r.Summary.Throughput, r.Summary.Errors, first)
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/smg-go/smg/test/sim/kvcache"
@@ -35,6 +36,12 @@ const (
 // Config describes one simulated engine instance. Zero values mean "default" where noted;
 // [DefaultConfig] returns the defaults explicitly. Durations are Go durations.
 type Config struct {
+	// SideChannel, when set, is the HTTP transport of this instance's KV side-channel
+	// requests (NIXL pulls, Mooncake fetches, bootstrap claims), shared with the other
+	// instances of the process (smg-sim --instances): one bounded idle pool instead of one
+	// per instance, whose idle connections to every peer would exhaust the process's
+	// descriptors. Nil: the instance's own transport.
+	SideChannel *http.Transport
 	// Engine is "sglang" or "vllm" (required).
 	Engine string
 	// Role is "prefill" or "decode" (required).

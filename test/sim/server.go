@@ -77,13 +77,8 @@ func Start(cfg Config) (*Server, error) {
 	if s.tok, err = loadTokenizer(cfg.TokenizerPath); err != nil {
 		return nil, err
 	}
-	s.transport = &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 2048,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+	if s.transport = cfg.SideChannel; s.transport == nil {
+		s.transport = NewSideChannelTransport()
 	}
 	s.client = &http.Client{Transport: s.transport}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -238,7 +233,24 @@ func (s *Server) Close() error {
 		s.mori.close()
 		s.wg.Wait()
 		_ = s.kvev.Close()
-		s.transport.CloseIdleConnections()
+		if s.cfg.SideChannel == nil {
+			s.transport.CloseIdleConnections() // a shared transport outlives the instance
+		}
 	})
 	return s.closeErr
+}
+
+// NewSideChannelTransport is the HTTP transport of a simulator's KV side-channel requests:
+// keep-alive, no proxy, at most 4,096 idle connections in all and 2,048 per peer. One
+// instance owns one; the instances of a process (smg-sim --instances) share one
+// (Config.SideChannel).
+func NewSideChannelTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 2048,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
 }

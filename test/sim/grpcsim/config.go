@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -51,6 +52,11 @@ const (
 
 // Config describes one simulated gRPC engine instance. Zero values take the defaults noted.
 type Config struct {
+	// SideChannel, when set, is the HTTP transport of a decode's KV side-channel requests,
+	// shared with the other instances of the process (smg-sim --instances): one bounded idle
+	// pool instead of one per instance, whose idle connections to every prefill would
+	// exhaust the process's descriptors. Nil: the instance's own (NewSideChannelTransport).
+	SideChannel *http.Transport
 	// Engine is "sglang", "vllm" or "tokenspeed" (required).
 	Engine string
 	// Role is "prefill", "decode" or "encode" (encode: TokenSpeed only; it serves the

@@ -69,7 +69,10 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, kv: newKVStore(), start: time.Now(), running: map[string]context.CancelCauseFunc{}, done: make(chan struct{}),
-		hc: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}}}
+		hc: &http.Client{Transport: cfg.SideChannel}}
+	if cfg.SideChannel == nil {
+		s.hc.Transport = NewSideChannelTransport()
+	}
 	for _, f := range cfg.Faults {
 		ff, _ := ParseFault(f)
 		s.faults = append(s.faults, ff)
@@ -169,7 +172,9 @@ func (s *Server) Close() error {
 		}
 		s.wg.Wait()
 		_ = s.kvev.Close()
-		s.hc.CloseIdleConnections()
+		if s.cfg.SideChannel == nil {
+			s.hc.CloseIdleConnections() // a shared transport outlives the instance
+		}
 	})
 	return nil
 }
@@ -310,4 +315,12 @@ type trackedConn struct {
 func (c *trackedConn) Close() error {
 	c.once.Do(func() { c.conns.Delete(c.RemoteAddr().String()) })
 	return c.Conn.Close()
+}
+
+// NewSideChannelTransport is the HTTP transport of a decode's KV side-channel requests:
+// keep-alive, no proxy, at most 64 idle connections per prefill and 4,096 in all. One
+// instance owns one; the instances of a process (smg-sim --instances) share one
+// (Config.SideChannel).
+func NewSideChannelTransport() *http.Transport {
+	return &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, MaxIdleConns: 4096}
 }

@@ -258,16 +258,35 @@ func getu4(s []byte) rune {
 
 const hexDigits = "0123456789abcdef"
 
+// plain and htmlPlain mark the ASCII bytes AppendString and AppendStringHTML copy as they
+// are: not a control character, not '"' or '\\' (and for HTML not '<', '>' or '&').
+var plain, htmlPlain = func() (p, h [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		p[c] = c != '"' && c != '\\'
+		h[c] = p[c] && c != '<' && c != '>' && c != '&'
+	}
+	return p, h
+}()
+
 // AppendString appends s to dst as a JSON string literal: quotes, backslash and control
 // characters escaped, invalid UTF-8 replaced by \ufffd, U+2028/U+2029 escaped (as
 // encoding/json does); '<', '>' and '&' are written as is.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, &plain) }
+
+// AppendStringHTML is AppendString with '<', '>' and '&' escaped as \u003c, \u003e and
+// \u0026: exactly what json.Marshal writes for a string in this module (go.mod's go line
+// picks encoding/json's defaults; under go 1.27 invalid UTF-8 becomes a raw U+FFFD instead,
+// and FuzzAppendStringHTML would fail on such a bump).
+func AppendStringHTML(dst []byte, s string) []byte { return appendString(dst, s, &htmlPlain) }
+
+// appendString is AppendString with the ASCII bytes copied as they are given by keep.
+func appendString(dst []byte, s string, keep *[utf8.RuneSelf]bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if keep[c] {
 				i++
 				continue
 			}

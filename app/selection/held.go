@@ -47,11 +47,19 @@ type Held struct {
 
 // Release frees both legs' in-flight requests and tokens; idempotent, safe from any goroutine.
 func (h Held) Release() {
+	if h.release() {
+		heldPool.Put(h.h)
+	}
+}
+
+// release is Release without returning the held to heldPool: it reports whether this call
+// ended h's use (the caller then owns the held: it puts it back in heldPool, once).
+func (h Held) release() bool {
 	hh := h.h
 	hh.mu.Lock()
 	if hh.gen != h.gen {
 		hh.mu.Unlock()
-		return
+		return false
 	}
 	p, d, bP, bD, tP, tD := hh.p, hh.d, hh.bP, hh.bD, hh.tP, hh.tD
 	if hh.pEnded { // PrefillEnded freed them already
@@ -64,7 +72,7 @@ func (h Held) Release() {
 	if d != nil {
 		unhold(d, bD, tD)
 	}
-	heldPool.Put(hh)
+	return true
 }
 
 // PrefillEnded frees the prefill leg's tokens as soon as that leg ended, well or not (its

@@ -19,7 +19,7 @@ func TestHeldReusedIgnoresCallsOfAnEarlierUse(t *testing.T) {
 	hold(p, tP)
 	hold(d, tD)
 	first := (&held{}).start(p, d, nil, nil, tP, tD)
-	first.Release()
+	first.release() // as Release, but the held stays out of heldPool: its next use follows
 	assert.Equal(t, [2]int64{0, 0}, [2]int64{p.Load(), d.Load()})
 
 	uP, uD := tokens{prompt: 3}, tokens{prompt: 3, decode: 2}

@@ -86,6 +86,9 @@ func grpcConfig(c sim.Config, g grpcFlags) grpcsim.Config {
 // until parent ends or SIGINT/SIGTERM arrives.
 func runGRPC(parent context.Context, cfg grpcsim.Config, n int, w io.Writer) error {
 	cfgs := grpcInstanceConfigs(cfg, n)
+	if t := cfgs[0].SideChannel; t != nil {
+		defer t.CloseIdleConnections() // the shared transport outlives every instance
+	}
 	return serveAll(parent, len(cfgs), func(i int) (closer, string, error) {
 		srv, err := grpcsim.Start(cfgs[i])
 		if err != nil {

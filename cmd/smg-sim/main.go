@@ -186,6 +186,9 @@ func kvEventsSuffix(set *kvevents.Set) string {
 // parent ends or a SIGINT/SIGTERM arrives; it returns Close's error.
 func run(parent context.Context, cfg sim.Config, n int, w io.Writer) error {
 	cfgs := instanceConfigs(cfg, n)
+	if t := cfgs[0].SideChannel; t != nil {
+		defer t.CloseIdleConnections() // the shared transport outlives every instance
+	}
 	return serveAll(parent, len(cfgs), func(i int) (closer, string, error) {
 		srv, err := sim.Start(cfgs[i])
 		if err != nil {

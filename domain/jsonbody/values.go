@@ -1,6 +1,7 @@
 package jsonbody
 
 import (
+	"encoding/json"
 	"iter"
 	"math"
 	"strconv"
@@ -271,16 +272,30 @@ var plain, htmlPlain = func() (p, h [utf8.RuneSelf]bool) {
 // AppendString appends s to dst as a JSON string literal: quotes, backslash and control
 // characters escaped, invalid UTF-8 replaced by \ufffd, U+2028/U+2029 escaped (as
 // encoding/json does); '<', '>' and '&' are written as is.
-func AppendString(dst []byte, s string) []byte { return appendString(dst, s, &plain) }
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, &plain, `\ufffd`) }
 
-// AppendStringHTML is AppendString with '<', '>' and '&' escaped as \u003c, \u003e and
-// \u0026: exactly what json.Marshal writes for a string in this module (go.mod's go line
-// picks encoding/json's defaults; under go 1.27 invalid UTF-8 becomes a raw U+FFFD instead,
-// and FuzzAppendStringHTML would fail on such a bump).
-func AppendStringHTML(dst []byte, s string) []byte { return appendString(dst, s, &htmlPlain) }
+// AppendStringHTML appends s to dst exactly as json.Marshal(s) writes it with the toolchain
+// that built the binary: AppendString with '<', '>' and '&' escaped as \u003c, \u003e and
+// \u0026, and each byte of invalid UTF-8 spelled as json.Marshal spells it (marshalInvalid).
+// FuzzAppendStringHTML holds it to json.Marshal.
+func AppendStringHTML(dst []byte, s string) []byte {
+	return appendString(dst, s, &htmlPlain, marshalInvalid)
+}
 
-// appendString is AppendString with the ASCII bytes copied as they are given by keep.
-func appendString(dst []byte, s string, keep *[utf8.RuneSelf]bool) []byte {
+// marshalInvalid is how json.Marshal writes one byte of invalid UTF-8 inside a string: the
+// escape \ufffd up to go1.26, a raw U+FFFD from go1.27 (encoding/json on top of
+// encoding/json/v2), read once from json.Marshal itself.
+var marshalInvalid = func() string {
+	b, err := json.Marshal("\xff")
+	if err != nil || len(b) < 2 {
+		return `\ufffd`
+	}
+	return string(b[1 : len(b)-1])
+}()
+
+// appendString is AppendString with the ASCII bytes copied as they are given by keep and
+// each byte of invalid UTF-8 written as invalid.
+func appendString(dst []byte, s string, keep *[utf8.RuneSelf]bool, invalid string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -314,7 +329,7 @@ func appendString(dst []byte, s string, keep *[utf8.RuneSelf]bool) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, invalid...)
 			i++
 			start = i
 			continue

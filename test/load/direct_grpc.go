@@ -44,7 +44,7 @@ func (d *DirectGRPCSGLang) Do(ctx context.Context, start time.Time, w *Worker) (
 			w.rec.addGap(now.Sub(last))
 		}
 		last = now
-	}, func(piece string) { s.Bytes += len(piece) })
+	}, func(piece string) { s.Bytes += len(piece) }, func() {})
 	if err != nil {
 		return s, err
 	}
@@ -52,11 +52,12 @@ func (d *DirectGRPCSGLang) Do(ctx context.Context, start time.Time, w *Worker) (
 	return s, nil
 }
 
-// generate runs one prompt through both legs: for each decode message it calls out with
-// the text of each of its token ids (a streamed decode's closing message carries no text
-// of its own), then msg; at the end out with the detokenizer's rest. maxTokens is the
-// output budget; stream asks the decode to stream. The error names the leg that failed.
-func (d *DirectGRPCSGLang) generate(ctx context.Context, id, prompt string, maxTokens int, stream bool, msg func(), out func(piece string)) error {
+// generate runs one prompt through both legs: for each decode message it calls msg as the
+// message arrives, out with the text of each of its token ids (a streamed decode's closing
+// message carries no text of its own), then done; at the end out with the detokenizer's
+// rest. maxTokens is the output budget; stream asks the decode to stream. The error names
+// the leg that failed.
+func (d *DirectGRPCSGLang) generate(ctx context.Context, id, prompt string, maxTokens int, stream bool, msg func(), out func(piece string), done func()) error {
 	ids := d.Tokenizer.Encode(prompt, false)
 	mt := uint32(maxTokens)
 	rv := &ports.GRPCRendezvous{Host: d.Prefill.BootstrapHost(), Port: d.BootstrapPort, Room: int64(rand.Int32N(math.MaxInt32))}
@@ -96,13 +97,14 @@ func (d *DirectGRPCSGLang) generate(ctx context.Context, id, prompt string, maxT
 		if err != nil {
 			return fmt.Errorf("decode: %w", err)
 		}
+		msg()
 		if !ev.Complete || !stream {
 			for _, id := range ev.IDs {
 				piece, _ := dt.Step(id)
 				out(piece)
 			}
 		}
-		msg()
+		done()
 	}
 	out(dt.Flush())
 	if err := <-pErr; err != nil {

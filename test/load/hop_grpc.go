@@ -3,7 +3,6 @@ package load
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -101,7 +100,7 @@ func (h *HTTPHop) serve(w http.ResponseWriter, r *http.Request) {
 	body := hopBody{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: req.Model, Choices: []hopChoice{{}}}
 	if !req.Stream {
 		var text []byte
-		err := h.d.generate(r.Context(), id, req.Prompt, req.MaxTokens, false, func() {}, func(p string) { text = append(text, p...) })
+		err := h.d.generate(r.Context(), id, req.Prompt, req.MaxTokens, false, func() {}, func(p string) { text = append(text, p...) }, func() {})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -127,14 +126,11 @@ func (h *HTTPHop) serve(w http.ResponseWriter, r *http.Request) {
 		_ = fl.Flush()
 		text, pending = text[:0], false
 	}
-	err = h.d.generate(r.Context(), id, req.Prompt, req.MaxTokens, true, event, func(p string) {
+	err = h.d.generate(r.Context(), id, req.Prompt, req.MaxTokens, true, func() {}, func(p string) {
 		text, pending = append(text, p...), true
-	})
+	}, event)
 	event()
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return
-		}
 		_, _ = io.WriteString(w, "data: {\"error\":{\"message\":"+strconv.Quote(err.Error())+"}}\n\n")
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")

@@ -192,7 +192,7 @@ func (s *Server) validate(raw *rawReq, j *job) *reqError {
 }
 
 // checkMaxTokens refuses an output budget that does not fit the context window beside the
-// longest prompt, as the engines do before they allocate anything (and so the simulator's
+// longest prompt (and, on vLLM, one under 1), as the engines do before they allocate anything (and so the simulator's
 // per-token buffers stay bounded by MaxModelLen): vLLM answers 400 when max_tokens >
 // max_model_len - prompt tokens (serving_engine's "'max_tokens' or 'max_completion_tokens'
 // is too large"), SGLang with tokenizer_manager's "Requested token count exceeds the model's
@@ -202,6 +202,9 @@ func (s *Server) checkMaxTokens(j *job) *reqError {
 	l, ctxLen := j.maxPromptLen(), s.cfg.MaxModelLen
 	room := ctxLen - l
 	if s.cfg.Engine == EngineVLLM {
+		if j.maxTokens < 1 { // SamplingParams._verify_args; SGLang serves 0 (an empty answer)
+			return badRequest("max_tokens must be at least 1, got %d.", j.maxTokens)
+		}
 		if j.maxTokens > room {
 			return &reqError{status: http.StatusBadRequest, param: "max_tokens",
 				msg: "'max_tokens' or 'max_completion_tokens' is too large: " + itoa(j.maxTokens) +

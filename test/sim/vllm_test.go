@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smg-go/smg/domain/wire"
 	"github.com/smg-go/smg/test/sim"
 )
 
@@ -319,4 +320,24 @@ func TestMaxTokensOverContextLength(t *testing.T) {
 	r = post(sg.URL()+"/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 1000000000000, "stream": true})
 	require.NoError(t, r.err)
 	assert.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+}
+
+// vLLM refuses an output budget under 1 (SamplingParams: "max_tokens must be at least 1");
+// SGLang serves 0 as an empty answer.
+func TestMaxTokensZero(t *testing.T) {
+	t.Parallel()
+	v := start(t, cfgOf(sim.EngineVLLM, sim.RoleDecode))
+	r := post(v.URL()+"/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 0})
+	require.NoError(t, r.err)
+	assert.Equal(t, http.StatusBadRequest, r.status)
+	assert.JSONEq(t, `{"error":{"message":"max_tokens must be at least 1, got 0.","type":"BadRequestError","param":null,"code":400}}`, string(r.body))
+	r = post(v.URL()+"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}}, "max_completion_tokens": 0})
+	require.NoError(t, r.err)
+	assert.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+
+	sg := start(t, cfgOf(sim.EngineSGLang, sim.RoleDecode))
+	r = post(sg.URL()+"/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 0, "bootstrap_host": wire.FakeBootstrapHost, "bootstrap_room": 1})
+	require.NoError(t, r.err)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	assert.Equal(t, 0, parseCompl(t, r).Usage.CompletionTokens)
 }

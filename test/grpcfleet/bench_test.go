@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/smg-go/smg/adapters/engine/grpcengine"
-	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/test/load"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
@@ -36,13 +34,6 @@ func TestBenchGRPCGatewayVsDirect(t *testing.T) {
 		t.Skip("benchmark: set SMG_BENCH_GRPC=1")
 	}
 	g, p, d := pdFleet(t, grpcsim.EngineSGLang, func(_ string, c *grpcsim.Config) { c.MaxRunningRequests = 100000 }, nil)
-	m, _ := qwen3(t)
-	pool := grpcengine.New(grpcengine.Options{})
-	t.Cleanup(func() { _ = pool.Close() })
-	bp := p.BootstrapPort()
-	live := func(s *grpcsim.Server, role worker.Role) *worker.Live {
-		return worker.NewLive(worker.Worker{ID: string(role), URL: s.URL(), Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnGRPC, BootstrapPort: &bp}, worker.StatusReady)
-	}
 	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog ", 2)
 	// The probe samples the process's CPU time and its heap allocations so far (a count,
 	// carried in a Duration): allocations per request do not depend on the machine's load.
@@ -58,8 +49,7 @@ func TestBenchGRPCGatewayVsDirect(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		wl := load.Workload{Model: pdModel, Prompt: prompt, MaxTokens: 16, Stream: stream}
 		gw := load.NewGateway(g.URL, wl, load.NewClient(64))
-		direct := &load.DirectGRPCSGLang{Engines: pool, Prefill: live(p, worker.RolePrefill), Decode: live(d, worker.RoleDecode),
-			BootstrapPort: bp, Tokenizer: m.Tokenizer, Workload: wl}
+		direct := directSGLang(t, p, d, wl)
 		hop, err := load.NewHTTPHop(direct, wl, load.NewClient(64))
 		require.NoError(t, err)
 		c, err := load.Compare(context.Background(), "sglang-grpc", stream, gw, direct, load.CompareOptions{

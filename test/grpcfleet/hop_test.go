@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/smg-go/smg/adapters/engine/grpcengine"
-	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/test/load"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
@@ -26,16 +24,8 @@ import (
 func TestHTTPHopAnswersLikeACompletionsServer(t *testing.T) {
 	t.Parallel()
 	_, p, d := pdFleet(t, grpcsim.EngineSGLang, nil, nil)
-	m, _ := qwen3(t)
-	pool := grpcengine.New(grpcengine.Options{})
-	t.Cleanup(func() { _ = pool.Close() })
-	bp := p.BootstrapPort()
-	live := func(s *grpcsim.Server, role worker.Role) *worker.Live {
-		return worker.NewLive(worker.Worker{ID: string(role), URL: s.URL(), Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnGRPC, BootstrapPort: &bp}, worker.StatusReady)
-	}
 	wl := load.Workload{Model: pdModel, Prompt: "the quick brown fox jumps over the lazy dog", MaxTokens: 6}
-	direct := &load.DirectGRPCSGLang{Engines: pool, Prefill: live(p, worker.RolePrefill), Decode: live(d, worker.RoleDecode),
-		BootstrapPort: bp, Tokenizer: m.Tokenizer, Workload: wl}
+	direct := directSGLang(t, p, d, wl)
 	hc := load.NewClient(4)
 	hop, err := load.NewHTTPHop(direct, wl, hc)
 	require.NoError(t, err)

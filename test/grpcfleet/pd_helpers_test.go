@@ -11,10 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
 
+	"github.com/smg-go/smg/adapters/engine/grpcengine"
 	"github.com/smg-go/smg/app/config"
 	"github.com/smg-go/smg/domain/text"
 	"github.com/smg-go/smg/domain/text/texttest"
+	"github.com/smg-go/smg/domain/worker"
 	"github.com/smg-go/smg/test/fleet"
+	"github.com/smg-go/smg/test/load"
 	"github.com/smg-go/smg/test/sim/grpcsim"
 )
 
@@ -141,4 +144,20 @@ func handoffClean(t *testing.T, p, d *grpcsim.Server, n int64) {
 	require.Zero(t, ds.RecomputedPrompts, "decode recomputed")
 	require.Zero(t, ps.UnmatchedRooms+ds.UnmatchedRooms, "unmatched rooms")
 	require.Zero(t, ps.DuplicateRooms+ds.DuplicateRooms, "duplicate rooms")
+}
+
+// directSGLang is the gRPC benchmark's reference client for the SGLang pair p/d (a gRPC
+// pool of its own, closed with the test) sending wl; the workers are registered as the
+// gateway sees them (gRPC, p's bootstrap port).
+func directSGLang(t *testing.T, p, d *grpcsim.Server, wl load.Workload) *load.DirectGRPCSGLang {
+	t.Helper()
+	m, _ := qwen3(t)
+	pool := grpcengine.New(grpcengine.Options{})
+	t.Cleanup(func() { _ = pool.Close() })
+	bp := p.BootstrapPort()
+	live := func(s *grpcsim.Server, role worker.Role) *worker.Live {
+		return worker.NewLive(worker.Worker{ID: string(role), URL: s.URL(), Role: role, Runtime: worker.RuntimeSGLang, Mode: worker.ConnGRPC, BootstrapPort: &bp}, worker.StatusReady)
+	}
+	return &load.DirectGRPCSGLang{Engines: pool, Prefill: live(p, worker.RolePrefill), Decode: live(d, worker.RoleDecode),
+		BootstrapPort: bp, Tokenizer: m.Tokenizer, Workload: wl}
 }

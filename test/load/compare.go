@@ -148,6 +148,7 @@ func Compare(ctx context.Context, name string, stream bool, a, b Target, opts Co
 	}
 	for range opts.Pairs {
 		var p Pair
+		slots := []*Summary{&p.A, &p.B, &p.Ref} // modes[i]'s summary goes to slots[i]
 		for i, t := range modes {
 			var before map[string]time.Duration
 			if opts.Probe != nil {
@@ -163,7 +164,7 @@ func Compare(ctx context.Context, name string, stream bool, a, b Target, opts Co
 			if err != nil {
 				return c, err
 			}
-			*[]*Summary{&p.A, &p.B, &p.Ref}[i] = s
+			*slots[i] = s
 		}
 		c.Pairs = append(c.Pairs, p)
 	}

@@ -131,7 +131,8 @@ func (h *HTTPHop) serve(w http.ResponseWriter, r *http.Request) {
 	}, event)
 	event()
 	if err != nil {
-		_, _ = io.WriteString(w, "data: {\"error\":{\"message\":"+strconv.Quote(err.Error())+"}}\n\n")
+		msg, _ := json.Marshal(err.Error())
+		_, _ = io.WriteString(w, "data: {\"error\":{\"message\":"+string(msg)+"}}\n\n")
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
